@@ -1,0 +1,69 @@
+# EncDec Lab — `make run` serves the app, `make test` runs the whole suite; both set everything up first.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMPS := var/stamps
+MANAGE := $(PY) manage.py
+
+.PHONY: setup run test test-fast lint bench models clean help
+
+help:
+	@echo "make run    set up, then serve http://127.0.0.1:$${PORT:-8000} with workers and an embedded Redis"
+	@echo "make test   set up, then run the whole test suite (Redis, Celery workers, Chromium included)"
+	@echo "make setup  venv, packages, migrations, static files, translations, shipped models (idempotent)"
+	@echo "make lint   ruff"
+	@echo "make bench  the benchmarks in bench/ (installs the benchmark-only peers)"
+
+$(STAMPS):
+	@mkdir -p $(STAMPS)
+
+$(PY):
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (EncDec Lab needs Python 3.11)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMPS)/app-deps: requirements/app.txt requirements/constraints.txt | $(PY) $(STAMPS)
+	$(PIP) install -q -r requirements/app.txt -c requirements/constraints.txt
+	@touch $@
+
+$(STAMPS)/test-deps: requirements/test.txt $(STAMPS)/app-deps
+	$(PIP) install -q -r requirements/test.txt -c requirements/constraints.txt
+	@touch $@
+
+$(STAMPS)/bench-deps: requirements/bench.txt $(STAMPS)/app-deps
+	$(PIP) install -q -r requirements/bench.txt
+	@touch $@
+
+$(STAMPS)/messages: $(wildcard locale/*/LC_MESSAGES/*.po) | $(STAMPS)/app-deps
+	@command -v msgfmt >/dev/null || scripts/ensure_system_packages.sh gettext
+	$(MANAGE) compilemessages --ignore=.venv -v 0
+	@touch $@
+
+$(STAMPS)/static: $(shell find static -type f 2>/dev/null) | $(STAMPS)/app-deps
+	$(MANAGE) collectstatic --noinput -v 0
+	@touch $@
+
+setup: $(STAMPS)/app-deps $(STAMPS)/messages $(STAMPS)/static
+	$(MANAGE) migrate --noinput -v 0
+	@if $(MANAGE) help register_shipped_models >/dev/null 2>&1; then $(MANAGE) register_shipped_models; fi
+
+run: setup
+	$(PY) scripts/run_stack.py
+
+test: setup $(STAMPS)/test-deps
+	@scripts/ensure_system_packages.sh chromium
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest
+
+test-fast: setup $(STAMPS)/test-deps
+	$(VENV)/bin/pytest -m "not slow and not e2e"
+
+lint: $(STAMPS)/test-deps
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMPS)/bench-deps
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf var/stamps var/staticfiles

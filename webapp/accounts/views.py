@@ -1,0 +1,43 @@
+"""Sign in, sign out, register."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import login
+from django.contrib.auth.views import LoginView, LogoutView
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from webapp.accounts.forms import StudentRegistrationForm
+from webapp.accounts.services import user_register_student
+
+
+class SignInView(LoginView):
+    template_name = "accounts/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: object) -> dict[str, object]:
+        context = super().get_context_data(**kwargs)
+        context["registration_open"] = settings.REGISTRATION_OPEN
+        return context
+
+
+class SignOutView(LogoutView):
+    pass
+
+
+def register(request: HttpRequest) -> HttpResponse:
+    """Let a visitor create a student account, unless registration is closed."""
+    if not settings.REGISTRATION_OPEN:
+        return render(request, "accounts/registration_closed.html", status=403)
+    if request.user.is_authenticated:
+        return redirect(settings.LOGIN_REDIRECT_URL)
+    form = StudentRegistrationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = user_register_student(
+            username=form.cleaned_data["username"],
+            password=form.cleaned_data["password1"],
+            email=form.cleaned_data.get("email") or "",
+        )
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect(settings.LOGIN_REDIRECT_URL)
+    return render(request, "accounts/register.html", {"form": form}, status=400 if form.errors else 200)

@@ -1,0 +1,24 @@
+"""Home page and health check."""
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from webapp.accounts.permissions import signed_in
+from webapp.core.health import health_report
+
+
+@signed_in
+def home(request: HttpRequest) -> HttpResponse:
+    """What this role can do here."""
+    return render(request, "core/home.html")
+
+
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """JSON health report; 503 when the database, Redis or a queue's workers are missing."""
+    healthy, report = health_report()
+    return JsonResponse(report, status=200 if healthy else 503)

@@ -1,0 +1,10 @@
+"""WebSocket routes; every path starts with /ws/."""
+from __future__ import annotations
+
+from django.urls import path
+
+from webapp.core.consumers import NotifyConsumer
+
+websocket_urlpatterns = [
+    path("ws/notify/", NotifyConsumer.as_asgi()),
+]

@@ -1,0 +1,1 @@
+"""Settings family: base (shared), dev (make run), test (pytest), production (docker)."""

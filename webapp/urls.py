@@ -1,0 +1,12 @@
+"""URL routes of EncDec Lab."""
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("webapp.core.urls")),
+    path("accounts/", include("webapp.accounts.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+]

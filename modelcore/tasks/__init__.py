@@ -10,6 +10,7 @@ from typing import Any
 from modelcore.tasks.algorithmic import addition_task, sequence_task
 from modelcore.tasks.base import Pair, Task, split_pairs
 from modelcore.tasks.corpus import CorpusError, load_tsv_corpus
+from modelcore.tasks.zh_en import zh_en_task
 
 __all__ = ["TASK_NAMES", "CorpusError", "Pair", "Task", "get_task", "load_tsv_corpus", "split_pairs"]
 
@@ -18,6 +19,7 @@ _BUILDERS: dict[str, Callable[..., Task]] = {
     "reverse": partial(sequence_task, "reverse"),
     "sort": partial(sequence_task, "sort"),
     "add": addition_task,
+    "zh-en": zh_en_task,
 }
 TASK_NAMES: tuple[str, ...] = tuple(_BUILDERS)
 

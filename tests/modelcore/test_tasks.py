@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from modelcore.tasks import TASK_NAMES, get_task
+from modelcore.tasks import TASK_NAMES, Task, get_task
+from modelcore.tasks.zh_en import generate_sentences
 from modelcore.tokenization import UNK_ID
 
 SMALL = {"n_train": 400, "n_valid": 50, "n_test": 50}
@@ -80,3 +81,150 @@ def test_test_split_never_meets_unk(name: str) -> None:
     for src, tgt in task.test:
         assert UNK_ID not in src_tok.encode(src) and UNK_ID not in tgt_tok.encode(tgt)
         assert tgt_tok.decode(tgt_tok.encode(tgt)) == tgt
+
+
+# zh-en ---------------------------------------------------------------------------------------------
+
+MEASURES = {
+    "猫": "只",
+    "鸟": "只",
+    "鱼": "条",
+    "蛇": "条",
+    "书": "本",
+    "学生": "个",
+    "马": "匹",
+    "车": "辆",
+    "信": "封",
+}
+PLURALS = {"猫": "cats", "鱼": "fish", "书": "books", "孩子": "children", "老鼠": "mice", "学生": "students"}
+NUMBERS = {"两": "two", "三": "three", "五": "five", "十": "ten"}
+
+
+@pytest.fixture(scope="module")
+def zh_en() -> Task:
+    return get_task("zh-en")
+
+
+def test_zh_en_has_twenty_thousand_distinct_training_pairs_and_disjoint_splits(zh_en: Task) -> None:
+    assert len(zh_en.train) >= 20_000 and len(zh_en.valid) == len(zh_en.test) == 1_000
+    sources = [s for s, _ in zh_en.train + zh_en.valid + zh_en.test]
+    assert len(set(sources)) == len(sources)
+    assert all(len(s) <= 20 and " " not in s and s.endswith("。") for s in sources)
+
+
+def test_zh_en_gives_each_source_one_translation() -> None:
+    translations: dict[str, set[str]] = {}
+    for sentence in generate_sentences(3_000, seed=5) + generate_sentences(3_000, seed=6):
+        translations.setdefault(sentence.zh, set()).add(sentence.en)
+    assert all(len(targets) == 1 for targets in translations.values())
+
+
+def test_zh_en_splits_depend_on_the_seed_only() -> None:
+    small = {"n_train": 300, "n_valid": 30, "n_test": 30}
+    a, b, c = (
+        get_task("zh-en", seed=3, **small),
+        get_task("zh-en", seed=3, **small),
+        get_task("zh-en", seed=4, **small),
+    )
+    assert (a.train, a.valid, a.test) == (b.train, b.valid, b.test)
+    assert a.train != c.train and a.test != c.test
+
+
+def test_time_moves_from_the_front_of_the_chinese_to_the_end_of_the_english(zh_en: Task) -> None:
+    times = {"昨天": "yesterday", "今天": "today", "明天": "tomorrow", "每天": "every day", "现在": "now"}
+    checked = 0
+    for zh, en in zh_en.train:
+        for time_zh, time_en in times.items():
+            if zh.startswith(time_zh) and not zh.startswith(("昨天晚上", "明天早上")):
+                assert en.endswith(f" {time_en} ."), (zh, en)
+                assert not en.startswith(time_en)
+                checked += 1
+    assert checked > 2_000
+
+
+def test_place_comes_before_the_verb_in_chinese_and_after_the_object_in_english(zh_en: Task) -> None:
+    pairs = [(zh, en) for zh, en in zh_en.train if "在公园里" in zh]
+    assert len(pairs) > 100
+    for zh, en in pairs:
+        assert zh.index("在公园里") < len(zh) - 3  # a verb and an object follow it
+        after = en.split("in the park", 1)[1]
+        assert after in {
+            " .",
+            " yesterday .",
+            " last night .",
+            " last week .",
+            " last year .",
+            " today .",
+            " every day .",
+            " every week .",
+            " tomorrow .",
+            " tomorrow morning .",
+            " next week .",
+            " next year .",
+            " now .",
+        }, (zh, en)
+
+
+def test_measure_words_and_numbers_agree_with_the_noun() -> None:
+    checked = 0
+    for sentence in generate_sentences(5_000, seed=1):
+        for phrase in sentence.phrases:
+            if phrase.role not in ("subject", "object") or phrase.zh[0] not in "一两三四五六七八九十":
+                continue
+            for noun, measure in MEASURES.items():
+                if phrase.zh.endswith(noun) and not phrase.zh.endswith("自行车"):
+                    assert phrase.zh[1] == measure, phrase
+                    checked += 1
+            if phrase.zh[0] == "一":
+                assert phrase.en.split()[0] in ("a", "an"), phrase
+            noun = next((n for n in PLURALS if phrase.zh.endswith(n)), None)
+            if phrase.zh[0] in NUMBERS and noun:
+                assert phrase.en.startswith(NUMBERS[phrase.zh[0]]) and phrase.en.endswith(PLURALS[noun]), (
+                    phrase
+                )
+    assert checked > 300
+    en = {s.zh: s.en for s in generate_sentences(20_000, seed=0)}
+    assert any("一个苹果" in zh and "an apple" in e for zh, e in en.items())
+    assert any("两只老鼠" in zh and "two mice" in e for zh, e in en.items())
+
+
+def test_negation_and_tense_are_translated(zh_en: Task) -> None:
+    starts = {
+        "他不": "he does not ",
+        "我不": "i do not ",
+        "他们不": "they do not ",
+        "昨天他没有": "he did not ",
+        "明天他不会": "he will not ",
+        "明天我们会": "we will ",
+        "现在他没有": "he is not ",
+        "现在我正": "i am ",
+    }
+    seen = dict.fromkeys(starts, 0)
+    for zh, en in zh_en.train:
+        for zh_start, en_start in starts.items():
+            if zh.startswith(zh_start) and not zh.startswith(zh_start + "的"):
+                assert en.startswith(en_start), (zh, en)
+                seen[zh_start] += 1
+        if zh.startswith("昨天他") and "没有" not in zh:
+            assert "了" in zh and " not " not in en
+        if zh.startswith("每天他") and not zh.startswith(("每天他们", "每天他的")) and "不" not in zh:
+            assert en.split()[1].endswith("s"), (zh, en)  # he eats, he washes
+    assert min(seen.values()) > 0, seen
+
+
+def test_sentence_alignment_lists_the_reordered_phrases() -> None:
+    sentence = next(s for s in generate_sentences(500, seed=2) if s.phrase("time") and s.phrase("place"))
+    assert [p.role for p in sentence.phrases][:2] == ["time", "subject"]
+    english = [p.role for p in sentence.english_phrases()]
+    assert english[0] == "subject" and english[-3:] == ["place", "time", "end"]
+    assert sentence.en == " ".join(p.en for p in sentence.english_phrases())
+    assert sentence.zh == "".join(p.zh for p in sentence.phrases)
+
+
+def test_zh_en_tokenizers_are_chinese_characters_and_english_words(zh_en: Task) -> None:
+    src_tok, tgt_tok = zh_en.build_tokenizers()
+    assert (src_tok.kind, tgt_tok.kind) == ("char", "word")
+    assert src_tok.vocab_size < 300 and tgt_tok.vocab_size < 300
+    for zh, en in zh_en.test:
+        assert UNK_ID not in src_tok.encode(zh) and UNK_ID not in tgt_tok.encode(en)
+        assert src_tok.decode(src_tok.encode(zh)) == zh and tgt_tok.decode(tgt_tok.encode(en)) == en

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelcore.tasks import TASK_NAMES, Task, get_task
+from modelcore.tasks import TASK_NAMES, CorpusError, Task, get_task, load_tsv_corpus
 from modelcore.tasks.zh_en import generate_sentences
 from modelcore.tokenization import UNK_ID
 
@@ -228,3 +228,94 @@ def test_zh_en_tokenizers_are_chinese_characters_and_english_words(zh_en: Task) 
     for zh, en in zh_en.test:
         assert UNK_ID not in src_tok.encode(zh) and UNK_ID not in tgt_tok.encode(en)
         assert src_tok.decode(src_tok.encode(zh)) == zh and tgt_tok.decode(tgt_tok.encode(en)) == en
+
+
+# user corpora --------------------------------------------------------------------------------------
+
+GOOD_TSV = "".join(f"我有{n}只猫。\tI have {n} cats.\n" for n in range(40))
+
+
+def test_a_good_tsv_file_loads_and_splits_ninety_five_five(tmp_path) -> None:
+    path = tmp_path / "corpus.tsv"
+    path.write_text(GOOD_TSV, encoding="utf-8")
+    task = load_tsv_corpus(path, name="cats")
+    assert task.name == "cats"
+    assert (len(task.train), len(task.valid), len(task.test)) == (36, 2, 2)
+    assert set(task.train + task.valid + task.test) == {
+        (f"我有{n}只猫。", f"I have {n} cats.") for n in range(40)
+    }
+    assert (task.src_kind, task.tgt_kind) == ("char", "bpe")
+    again, other = load_tsv_corpus(str(path), name="cats"), load_tsv_corpus(path, name="cats", seed=1)
+    assert again.test == task.test and other.test != task.test
+    src_tok, tgt_tok = task.build_tokenizers()
+    assert tgt_tok.decode(tgt_tok.encode("I have 7 cats.")) == "I have 7 cats."
+
+
+def test_corpus_accepts_text_bytes_crlf_a_bom_and_blank_lines() -> None:
+    text = "\ufeff" + GOOD_TSV.replace("\n", "\r\n") + "\r\n\r\n"
+    assert load_tsv_corpus(text).train == load_tsv_corpus(GOOD_TSV).train
+    assert load_tsv_corpus(text.encode("utf-8")).train == load_tsv_corpus(GOOD_TSV).train
+
+
+def test_every_malformed_line_is_named() -> None:
+    lines = [
+        b"good\tline",
+        b"only one column",
+        b"three\tcolumns\there",
+        b"empty target\t",
+        b"\tempty source",
+        "长".encode() * 1001 + b"\tx",
+        b"caf\xe9\tbad latin-1 byte",
+        b"bin\x00ary\tdata",
+        b"bell\x07\tcontrol character",
+        b"another\tgood line",
+    ]
+    with pytest.raises(CorpusError) as err:
+        load_tsv_corpus(b"\n".join(lines))
+    assert [line for line, _ in err.value.errors] == [2, 3, 4, 5, 6, 7, 8, 9]
+    message = str(err.value)
+    for expected in [
+        "line 2: expected 2 tab-separated columns, got 1",
+        "line 3: expected 2 tab-separated columns, got 3",
+        "line 4: empty target",
+        "line 5: empty source",
+        "line 6: 1003 characters, more than the limit of 1000",
+        "line 7: not valid UTF-8 (byte 0xe9 at byte 4)",
+        "line 8: contains a NUL byte",
+        "line 9: contains control character U+0007",
+    ]:
+        assert expected in message
+
+
+def test_line_limit_is_an_option() -> None:
+    with pytest.raises(CorpusError, match="line 1: 12 characters, more than the limit of 10"):
+        load_tsv_corpus("abcde\tfghijk\n", max_line_chars=10)
+
+
+def test_empty_and_binary_files_are_refused() -> None:
+    for empty in (b"", "", b"\n\n  \n"):
+        with pytest.raises(CorpusError, match="the corpus is empty"):
+            load_tsv_corpus(empty)
+    with pytest.raises(CorpusError) as err:
+        load_tsv_corpus(bytes(range(256)) * 4)
+    assert err.value.errors and all("NUL" in reason or "UTF-8" in reason for _, reason in err.value.errors)
+
+
+def test_a_long_list_of_errors_still_names_every_line() -> None:
+    with pytest.raises(CorpusError) as err:
+        load_tsv_corpus("no tab here\n" * 50)
+    assert [line for line, _ in err.value.errors] == list(range(1, 51))
+    assert "line 20: expected 2" in str(err.value) and ", 50" in str(err.value)
+
+
+def test_a_source_with_two_translations_stays_in_one_split() -> None:
+    text = GOOD_TSV + "".join(f"我有{n}只猫。\tThere are {n} cats with me.\n" for n in range(40))
+    task = load_tsv_corpus(text)
+    splits = [{s for s, _ in split} for split in (task.train, task.valid, task.test)]
+    assert not splits[0] & splits[1] and not splits[0] & splits[2] and not splits[1] & splits[2]
+    assert len(task.train) == 72
+
+
+def test_too_small_a_corpus_is_refused() -> None:
+    with pytest.raises(CorpusError, match="at least 3 distinct source sentences, found 2"):
+        load_tsv_corpus("a\tb\nc\td\na\tb\n")

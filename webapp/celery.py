@@ -14,11 +14,25 @@ app.conf.task_queues = (Queue("interactive"), Queue("training"))
 app.conf.task_routes = {
     "webapp.training.*": {"queue": "training"},
     "webapp.experiments.*": {"queue": "training"},
+    "webapp.core.*": {"queue": "interactive"},
 }
 app.autodiscover_tasks()
 
 
-@app.task(name="webapp.core.ping", queue="interactive")
+@app.task(name="webapp.core.ping")
 def ping() -> str:
     """Answer 'pong': proves a worker consumes the queue it was sent to."""
     return "pong"
+
+
+class TrainingTask(app.Task):
+    """Base for long jobs on the `training` queue.
+
+    Acknowledged only after it finishes and re-queued if its worker dies, so a job killed mid-run
+    is delivered again (it resumes from its last checkpoint). The broker's visibility timeout
+    (settings.CELERY_VISIBILITY_TIMEOUT) must exceed the longest job.
+    """
+
+    abstract = True
+    acks_late = True
+    reject_on_worker_lost = True

@@ -15,7 +15,7 @@ def user_register_student(*, username: str, password: str, email: str = "") -> U
     """Create a student account (member of the `students` group)."""
     with transaction.atomic():
         user = User.objects.create_user(username=username, password=password, email=email)
-        user.groups.add(Group.objects.get(name=STUDENTS))
+        user.groups.add(Group.objects.get_or_create(name=STUDENTS)[0])
     return user
 
 
@@ -27,8 +27,8 @@ def demo_password_make() -> str:
 def demo_accounts_ensure(*, password: str) -> list[tuple[str, str]]:
     """Create or reset the demo accounts; returns (username, role) pairs."""
     made: list[tuple[str, str]] = []
-    students = Group.objects.get(name=STUDENTS)
-    instructors = Group.objects.get(name=INSTRUCTORS)
+    students, _ = Group.objects.get_or_create(name=STUDENTS)
+    instructors, _ = Group.objects.get_or_create(name=INSTRUCTORS)
     with transaction.atomic():
         admin, _ = User.objects.get_or_create(username="admin")
         admin.is_staff = admin.is_superuser = True

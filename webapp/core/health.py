@@ -1,12 +1,16 @@
 """Health of the parts the app needs: the database, Redis, and live Celery workers per queue."""
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 import redis
+from celery import Celery
 from django.conf import settings
 from django.db import connection
+
+from webapp.settings.env import redis_url_for_celery
 
 QUEUES = ("interactive", "training")
 
@@ -34,10 +38,23 @@ def _check_redis() -> dict[str, Any]:
     return {"ok": True, "ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
-def workers_by_queue(timeout: float = 1.0) -> dict[str, list[str]]:
-    """Names of the workers that answer a broadcast, grouped by the queues they consume."""
-    from webapp.celery import app
+@functools.lru_cache(maxsize=4)
+def control_app(redis_url: str) -> Celery:
+    """A Celery app used only to broadcast control commands to the workers of one Redis.
 
+    Control commands publish through the app's own producer pool, so the URL must be the app's
+    broker, not just the connection passed in.
+    """
+    app = Celery("encdec-control", set_as_current=False)
+    app.conf.broker_url = redis_url_for_celery(redis_url)
+    app.conf.accept_content = ["json"]
+    app.conf.broker_connection_retry_on_startup = True
+    return app
+
+
+def workers_by_queue(timeout: float = 1.0, redis_url: str | None = None) -> dict[str, list[str]]:
+    """Names of the workers that answer a broadcast, grouped by the queues they consume."""
+    app = control_app(redis_url or settings.REDIS_URL)
     replies = app.control.inspect(timeout=timeout).active_queues() or {}
     found: dict[str, list[str]] = {queue: [] for queue in QUEUES}
     for worker, queues in replies.items():

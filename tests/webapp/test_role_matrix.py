@@ -1,0 +1,34 @@
+"""Role × URL → what each kind of visitor gets. Every page of the app joins this table."""
+from __future__ import annotations
+
+import pytest
+
+LOGIN = "login"  # anonymous visitors are sent to the login page
+
+# path: expected outcome for (anonymous, student, instructor, admin)
+MATRIX: dict[str, tuple[object, int, int, int]] = {
+    "/": (LOGIN, 200, 200, 200),
+    "/admin/": (LOGIN, 403, 403, 200),
+    "/admin/auth/user/": (LOGIN, 403, 403, 200),
+    "/accounts/login/": (200, 302, 302, 302),  # signed-in users are sent home
+    "/accounts/register/": (200, 302, 302, 302),
+}
+
+
+@pytest.mark.parametrize("path", sorted(MATRIX))
+def test_each_role_gets_what_the_matrix_says(path, client_as, student, instructor, admin):
+    for user, expected in zip((None, student, instructor, admin), MATRIX[path], strict=True):
+        response = client_as(user).get(path)
+        who = user.username if user else "anonymous"
+        if expected == LOGIN:
+            assert response.status_code == 302, f"{who} on {path}"
+            assert response["Location"].startswith("/accounts/login/"), f"{who} on {path}: {response['Location']}"
+            assert "next=" in response["Location"]
+        else:
+            assert response.status_code == expected, f"{who} on {path}"
+
+
+def test_a_403_page_explains_itself(client_as, student):
+    response = client_as(student).get("/admin/")
+    assert response.status_code == 403
+    assert b"doesn&#x27;t have the role" in response.content or b"doesn't have the role" in response.content

@@ -1,0 +1,306 @@
+"""Continuous batching: many requests decoded together, each joining and leaving between steps.
+
+Every request owns a contiguous block of rows in the stepper (one row, or one per beam).
+A step feeds every row at once; then each request picks its tokens with its own strategy,
+and the rows that go on (finished and cancelled requests dropped, beams reordered) are
+selected for the next step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from modelcore.decoding.events import (
+    Alternative,
+    Beam,
+    BeamsEvent,
+    DoneEvent,
+    Event,
+    Hypothesis,
+    StartEvent,
+    TokenEvent,
+)
+from modelcore.decoding.params import DecodeError, DecodeParams
+from modelcore.decoding.search import BeamSearch, sample
+from modelcore.decoding.steppers import make_stepper
+from modelcore.model import EncoderDecoder
+from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+
+_vocabularies: weakref.WeakKeyDictionary[Tokenizer, list[str]] = weakref.WeakKeyDictionary()
+
+
+def _vocabulary(tokenizer: Tokenizer | None, size: int) -> list[str | None]:
+    """Token text of every id, looked up once per tokenizer."""
+    if tokenizer is None:
+        return [None] * size
+    if tokenizer not in _vocabularies:
+        _vocabularies[tokenizer] = [tokenizer.id_to_token(i) for i in range(size)]
+    return list(_vocabularies[tokenizer])
+
+
+@dataclass
+class _Request:
+    """One request's progress."""
+
+    id: str
+    params: DecodeParams
+    src: list[int]
+    max_len: int
+    started: float
+    encode_ms: float
+    rows: int = 1
+    step: int = 0
+    ids: list[int] = field(default_factory=list)
+    logprob: float = 0.0
+    feed: list[int] = field(default_factory=lambda: [BOS_ID])  # next step's input token, per row
+    generator: torch.Generator | None = None
+    beam: BeamSearch | None = None
+
+    def forced_token(self) -> int | None:
+        prefix = self.params.forced_prefix or ()
+        return prefix[self.step] if self.step < len(prefix) else None
+
+
+class BatchDecoder:
+    """Decodes many requests at once; add() and cancel() may be called between any two steps."""
+
+    def __init__(
+        self,
+        model: EncoderDecoder,
+        *,
+        src_tokenizer: Tokenizer | None = None,
+        tgt_tokenizer: Tokenizer | None = None,
+        cache: bool = True,
+    ) -> None:
+        self.model = model
+        self.config = model.config
+        self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
+        self.stepper = make_stepper(model, cache=cache)
+        self.device = next(model.parameters()).device
+        self._vocab = _vocabulary(tgt_tokenizer, self.config.tgt_vocab_size)
+        self._banned = torch.tensor([PAD_ID, BOS_ID], device=self.device)  # framing, never output
+        self._requests: list[_Request] = []
+
+    @property
+    def active(self) -> list[str]:
+        """Ids of the requests still decoding, in row order."""
+        return [r.id for r in self._requests]
+
+    # -- joining and leaving ----------------------------------------------------------------------
+
+    def add(self, request_id: str, src: str | Sequence[int], params: DecodeParams | None = None) -> StartEvent:
+        """Accept one request (encoded now); it takes part from the next step on."""
+        return self.add_many([(request_id, src, params)])[0]
+
+    def add_many(self, requests: Sequence[tuple[str, str | Sequence[int], DecodeParams | None]]) -> list[StartEvent]:
+        """Accept several requests with one encoder call."""
+        ids = [r[0] for r in requests]
+        taken = set(self.active)
+        if len(set(ids)) != len(ids) or taken & set(ids):
+            raise DecodeError("request ids must be unique among active requests")
+        checked = [(rid, self._source_ids(src), params or DecodeParams()) for rid, src, params in requests]
+        for _, _, params in checked:
+            self._check_prefix(params)
+        started = time.perf_counter()
+        limits = [p.resolved_max_len(len(s), self.config.max_len) for _, s, p in checked]
+        beam_rows = sum(p.beam_size if p.strategy == "beam" else 1 for _, _, p in checked)
+        capture = any(p.capture_attention for _, _, p in checked)
+        with torch.inference_mode():
+            self.stepper.reserve(self.stepper.rows + beam_rows, max(limits))
+            encoder_attention = self.stepper.add_sources([s for _, s, _ in checked], max(limits), capture)
+        encode_ms = (time.perf_counter() - started) * 1000
+        events = []
+        for i, ((rid, src, params), limit) in enumerate(zip(checked, limits, strict=True)):
+            request = _Request(rid, params, src, limit, started, encode_ms)
+            if params.strategy == "sample":
+                seed = params.seed if params.seed is not None else int(torch.seed() % 2**63)
+                request.generator = torch.Generator(device=self.device).manual_seed(seed)
+            if params.strategy == "beam":
+                request.beam = BeamSearch(params, limit)
+            self._requests.append(request)
+            attention = None
+            if encoder_attention is not None and params.capture_attention:
+                attention = torch.stack([a[i, :, : len(src), : len(src)] for a in encoder_attention])
+            src_tokens = [self.src_tokenizer.id_to_token(t) for t in src] if self.src_tokenizer else None
+            events.append(StartEvent(rid, src, src_tokens, params.to_dict(), limit, attention))
+        return events
+
+    def cancel(self, request_id: str) -> DoneEvent:
+        """Stop a request now; its rows leave the batch before the next step."""
+        for position, request in enumerate(self._requests):
+            if request.id == request_id:
+                first = sum(r.rows for r in self._requests[:position])
+                keep = [i for i in range(self.stepper.rows) if not first <= i < first + request.rows]
+                del self._requests[position]
+                with torch.inference_mode():
+                    self.stepper.select(keep)
+                return self._done(request, "cancelled")
+        raise DecodeError(f"no active request {request_id!r}")
+
+    def _source_ids(self, src: str | Sequence[int]) -> list[int]:
+        if isinstance(src, str):
+            if self.src_tokenizer is None:
+                raise DecodeError("a text source needs the model's source tokenizer")
+            src = self.src_tokenizer.encode(src)
+        ids = [int(i) for i in src]
+        if not ids:
+            raise DecodeError("the source is empty: nothing to translate")
+        if min(ids) < 0 or max(ids) >= self.config.src_vocab_size:
+            raise DecodeError(f"source ids must be in [0, {self.config.src_vocab_size})")
+        if len(ids) > self.config.max_len:
+            raise DecodeError(f"the source has {len(ids)} tokens; the model takes at most {self.config.max_len}")
+        return ids
+
+    def _check_prefix(self, params: DecodeParams) -> None:
+        for token in params.forced_prefix or ():
+            if token in (PAD_ID, BOS_ID, EOS_ID) or token >= self.config.tgt_vocab_size:
+                raise DecodeError(f"forced_prefix id {token} is not an output token of this model")
+
+    # -- stepping ----------------------------------------------------------------------------------
+
+    def run(self) -> Iterator[Event]:
+        """Step until every request is done, yielding each step's events."""
+        while self._requests:
+            yield from self.step()
+
+    def step(self) -> list[Event]:
+        """One decoding step for every active request; returns their token/beams and done events."""
+        if not self._requests:
+            return []
+        with torch.inference_mode():
+            return self._step()
+
+    def _step(self) -> list[Event]:
+        requests = self._requests
+        self.stepper.capture = any(r.params.capture_attention for r in requests)
+        feed = [t for r in requests for t in r.feed]
+        logits = self.stepper.step(torch.tensor(feed, device=self.device))  # (B, V)
+        logits.index_fill_(1, self._banned, float("-inf"))
+        row = 0
+        for r in requests:
+            if r.step < r.params.min_len:
+                logits[row : row + r.rows, EOS_ID] = float("-inf")
+            row += r.rows
+        logp = logits.log_softmax(-1)  # (B, V)
+        width = max([r.params.top_alternatives for r in requests] + [1])
+        top_logp, top_ids = (t.tolist() for t in logp.topk(width))
+        events: list[Event] = []
+        keep: list[int] = []
+        still: list[_Request] = []
+        row = 0
+        for r in requests:
+            rows = range(row, row + r.rows)
+            if r.beam is not None:
+                parents, done = self._beam_step(r, logp[row : row + r.rows], rows, events)
+            else:
+                choice = (top_ids[row], top_logp[row])
+                parents, done = self._token_step(r, logits, logp, choice, row, events)
+            r.step += 1
+            if done is None:
+                keep += [row + p for p in parents]
+                r.rows = len(parents)
+                still.append(r)
+            else:
+                events.append(self._done(r, done))
+            row += len(rows)
+        self._requests = still
+        self.stepper.select(keep)
+        return events
+
+    def _attention(self, row: int) -> tuple[Tensor | None, Tensor | None]:
+        """This step's attention rows of one stepper row: (L, h, T) self, (L, h, S) cross."""
+        attention = self.stepper.attention if self.stepper.capture else None
+        if attention is None:
+            return None, None
+        T, S = self.stepper.lengths[row], self.stepper.src_lengths[row]
+        return attention[0][:, row, :, :T], attention[1][:, row, :, :S]
+
+    def _token_step(
+        self, r: _Request, logits: Tensor, logp: Tensor, choice: tuple[list[int], list[float]], row: int,
+        events: list[Event],
+    ) -> tuple[list[int], str | None]:
+        """Greedy or sampling on logits[row]: pick one token, report it; returns ([0], None) or ([], reason)."""
+        params, forced = r.params, r.forced_token()
+        width = params.top_alternatives
+        if params.strategy == "sample":
+            probs = (logits[row] / params.temperature).softmax(-1)  # (V,)
+            assert r.generator is not None
+            token = forced if forced is not None else sample(probs, params.top_k, params.top_p, r.generator)
+            prob = float(probs[token])
+            top = probs.topk(width) if width else None
+            alternatives: list[Alternative] = (
+                [(i, self._vocab[i], p) for i, p in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
+                if top is not None else []
+            )
+            token_logp = float(logp[row, token])
+        else:
+            ids, lps = choice
+            token = forced if forced is not None else ids[0]
+            token_logp = lps[0] if forced is None else float(logp[row, token])
+            prob = math.exp(token_logp)
+            alternatives = [(i, self._vocab[i], math.exp(lp)) for i, lp in zip(ids[:width], lps[:width], strict=True)]
+        self_att, cross_att = self._attention(row)
+        info = self.stepper.info([row])
+        events.append(
+            TokenEvent(r.id, r.step, token, self._vocab[token], prob, forced is not None, alternatives, info,
+                       self_att, cross_att)
+        )
+        r.logprob += token_logp
+        r.feed = [token]
+        if token == EOS_ID:
+            return [], "eos"
+        r.ids.append(token)
+        if r.step + 1 >= r.max_len:
+            return [], "max_len"
+        return [0], None
+
+    def _beam_step(self, r: _Request, logp: Tensor, rows: range, events: list[Event]) -> tuple[list[int], str | None]:
+        """Beam search: extend, prune, report the beams; returns (parent rows to keep, reason when done)."""
+        assert r.beam is not None
+        forced = r.forced_token()
+        ended: list[int] = []
+        if forced is not None:
+            r.beam.force(forced, logp)
+            token_logps = logp[:, forced].tolist()
+            live = [(p, forced, lp, total) for p, (lp, total) in enumerate(zip(token_logps, r.beam.logprobs, strict=True))]
+            r.beam.done = len(r.beam.tokens[0]) >= r.max_len
+        else:
+            _, live, ended = r.beam.advance(logp)
+        beams = []
+        for parent, token, token_logp, total in live:
+            self_att, cross_att = self._attention(rows[parent])
+            beams.append(Beam(parent, token, self._vocab[token], math.exp(token_logp), total, self_att, cross_att))
+        finished = [self._hypothesis(*r.beam.finished[i][:3]) for i in ended]
+        info = self.stepper.info(rows)
+        events.append(BeamsEvent(r.id, r.step, beams, finished, forced is not None, info))
+        r.feed = [token for _, token, _, _ in live]
+        if r.beam.done:
+            return [], "beam"
+        return [p for p, _, _, _ in live], None
+
+    def _hypothesis(self, score: float, logprob: float, ids: list[int]) -> Hypothesis:
+        ids = [i for i in ids if i != EOS_ID]
+        text = self.tgt_tokenizer.decode(ids) if self.tgt_tokenizer else None
+        return Hypothesis(ids, text, logprob, score)
+
+    def _done(self, r: _Request, reason: str) -> DoneEvent:
+        decode_ms = (time.perf_counter() - r.started) * 1000 - r.encode_ms
+        if r.beam is not None and reason == "beam":
+            results = r.beam.results()
+            n_best = [self._hypothesis(score, lp, ids) for score, lp, ids, _ in results]
+            reason = results[0][3]
+            best = n_best[0]
+            return DoneEvent(r.id, best.ids, best.text, r.step, reason, best.logprob, n_best, r.encode_ms, decode_ms)
+        if r.beam is not None:  # cancelled mid-search: the best live beam so far
+            r.ids, r.logprob = r.beam.tokens[0], r.beam.logprobs[0]
+        hypothesis = self._hypothesis(r.logprob, r.logprob, r.ids)
+        return DoneEvent(
+            r.id, hypothesis.ids, hypothesis.text, r.step, reason, r.logprob, [hypothesis], r.encode_ms, decode_ms
+        )

@@ -1,0 +1,103 @@
+"""Choosing tokens: sampling filters and the beam-search bookkeeping of one request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from modelcore.decoding.params import DecodeParams
+from modelcore.tokenization import EOS_ID
+
+
+def sample(probs: Tensor, top_k: int, top_p: float, generator: torch.Generator) -> int:
+    """Draw one id from probs (V,) after keeping the top_k most likely and the smallest top_p mass."""
+    if top_k and top_k < probs.numel():
+        kth = probs.topk(top_k).values[-1]
+        probs = probs.masked_fill(probs < kth, 0.0)
+    if top_p < 1.0:
+        sorted_probs, order = probs.sort(descending=True)
+        mass_before = sorted_probs.cumsum(0) - sorted_probs  # mass of the strictly more likely tokens
+        drop = mass_before >= top_p * sorted_probs.sum()  # never drops the most likely token
+        probs = probs.scatter(0, order[drop], 0.0)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT's ((5 + |Y|) / 6) ** alpha (Wu et al. 2016); |Y| counts the <eos>."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@dataclass
+class BeamSearch:
+    """Live beams and ended hypotheses of one request; advance() is one step."""
+
+    params: DecodeParams
+    max_len: int
+    tokens: list[list[int]] = field(default_factory=lambda: [[]])  # per live beam, without <bos>
+    logprobs: list[float] = field(default_factory=lambda: [0.0])
+    finished: list[tuple[float, float, list[int]]] = field(default_factory=list)  # (score, logprob, ids)
+    done: bool = False
+
+    def force(self, token: int, logp: Tensor) -> None:
+        """Follow a forced token on every beam (there is one beam while the prefix lasts)."""
+        values = logp[:, token].tolist()
+        for i, value in enumerate(values):
+            self.tokens[i].append(token)
+            self.logprobs[i] += value
+
+    def advance(self, logp: Tensor) -> tuple[list[int], list[tuple[int, int, float, float]], list[int]]:
+        """logp (beams, V) -> (parent rows to keep, new beams (parent, id, token logprob, total), ended)."""
+        k, V = self.params.beam_size, logp.size(1)
+        totals = logp + torch.tensor(self.logprobs, dtype=logp.dtype, device=logp.device)[:, None]
+        top, flat = totals.view(-1).topk(min(2 * k, totals.numel()))
+        token_logp = logp.view(-1)[flat].tolist()
+        live: list[tuple[int, int, float, float]] = []
+        ended: list[int] = []
+        for rank, (total, index, tlp) in enumerate(zip(top.tolist(), flat.tolist(), token_logp, strict=True)):
+            parent, token = divmod(index, V)
+            if total == float("-inf"):
+                break
+            if token == EOS_ID:
+                if rank < k:  # an ending counts only if it would have been kept as a beam
+                    ids = self.tokens[parent] + [token]
+                    self.finished.append((total / length_penalty(len(ids), self.params.length_penalty), total, ids))
+                    ended.append(len(self.finished) - 1)
+                continue
+            live.append((parent, token, tlp, total))
+            if len(live) == k:
+                break
+        self.tokens = [self.tokens[p] + [t] for p, t, _, _ in live]
+        self.logprobs = [total for _, _, _, total in live]
+        self._check_done()
+        return [p for p, _, _, _ in live], live, ended
+
+    def _check_done(self) -> None:
+        """Stop when enough hypotheses ended (early_stop) or no live beam can beat them any more."""
+        k, alpha = self.params.beam_size, self.params.length_penalty
+        length = len(self.tokens[0]) if self.tokens else 0
+        if not self.tokens or length >= self.max_len:
+            self.done = True
+            return
+        if len(self.finished) < k:
+            return
+        if self.params.early_stop:
+            self.done = True
+            return
+        worst_kept = sorted(s for s, _, _ in self.finished)[-k]
+        # A live log-probability only falls; its best score is at the longest allowed length.
+        best_live = max(self.logprobs) / length_penalty(self.max_len, alpha)
+        self.done = best_live <= worst_kept
+
+    def results(self) -> list[tuple[float, float, list[int], str]]:
+        """The n_best hypotheses, best first: (score, logprob, ids without <eos>, "eos" | "max_len")."""
+        pool = [(s, lp, ids[:-1], "eos") for s, lp, ids in self.finished]
+        if len(self.finished) < self.params.n_best or not self.finished:
+            alpha = self.params.length_penalty
+            pool += [
+                (lp / length_penalty(len(ids), alpha), lp, ids, "max_len")
+                for ids, lp in zip(self.tokens, self.logprobs, strict=True)
+            ]
+        pool.sort(key=lambda h: -h[0])
+        return pool[: self.params.n_best]

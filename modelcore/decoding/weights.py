@@ -1,0 +1,134 @@
+"""The model's decoder weights rearranged once for fast single-position steps.
+
+Every Linear becomes (W^T, b) so that one torch.addmm computes it; the self-attention's
+q/k/v projections are concatenated into one (d_model, 3 d_model) matrix and the
+cross-attention's k/v into one (d_model, 2 d_model). The arrangement is rebuilt only when a
+parameter changes (torch bumps a tensor's version on every in-place update).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from modelcore.model import EncoderDecoder, RMSNorm
+
+Norm = Callable[[Tensor], Tensor]
+
+
+@dataclass
+class LayerWeights:
+    """One decoder layer, ready for x @ W + b."""
+
+    w_qkv: Tensor  # (d_model, 3 d_model): self-attention q | k | v
+    b_qkv: Tensor
+    w_self_out: Tensor  # (d_model, d_model)
+    b_self_out: Tensor
+    w_cross_q: Tensor  # (d_model, d_model)
+    b_cross_q: Tensor
+    w_cross_kv: Tensor  # (d_model, 2 d_model): cross-attention k | v, applied to the memory once
+    b_cross_kv: Tensor
+    w_cross_out: Tensor
+    b_cross_out: Tensor
+    w_ff1: Tensor  # (d_model, d_ff)
+    b_ff1: Tensor
+    w_ff2: Tensor  # (d_ff, d_model)
+    b_ff2: Tensor
+    norm1: Norm
+    norm2: Norm
+    norm3: Norm
+
+
+@dataclass
+class DecoderWeights:
+    """The whole decoder side: embedding, positions, layers, final norm and generator."""
+
+    embedding: Tensor  # (V, d_model), already multiplied by sqrt(d_model)
+    positions: Tensor  # (max_len, d_model) sinusoids
+    layers: list[LayerWeights]
+    final_norm: Norm | None  # Pre-LN only
+    w_out: Tensor  # (d_model, V)
+    b_out: Tensor
+    n_heads: int
+    d_k: int
+    post: bool
+    residual: bool
+    scale: float  # 1 / sqrt(d_k)
+
+
+_built: weakref.WeakKeyDictionary[EncoderDecoder, tuple[tuple[int, ...], DecoderWeights]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def decoder_weights(model: EncoderDecoder) -> DecoderWeights:
+    """The model's decoder weights in fast-step form, built on first use and again after any change."""
+    params = list(model.parameters())
+    key = tuple(p._version for p in params) + tuple(p.data_ptr() for p in params)
+    found = _built.get(model)
+    if found is not None and found[0] == key:
+        return found[1]
+    with torch.no_grad():
+        weights = _build(model)
+    _built[model] = (key, weights)
+    return weights
+
+
+def _linear(*modules: nn.Linear) -> tuple[Tensor, Tensor]:
+    """(W^T, b) of several Linears side by side: x @ W^T + b gives their outputs concatenated."""
+    weight = torch.cat([m.weight for m in modules]).t().contiguous()  # (in, sum of out)
+    bias = torch.cat([m.bias for m in modules]).contiguous()
+    return weight, bias
+
+
+def _norm(module: nn.Module) -> Norm:
+    """The norm as one fused call on its own weights."""
+    if isinstance(module, RMSNorm):
+        shape, weight, eps = (module.weight.numel(),), module.weight.detach(), module.eps
+        return lambda x: F.rms_norm(x, shape, weight, eps)
+    if isinstance(module, nn.LayerNorm):
+        shape, weight, bias, eps = module.normalized_shape, module.weight.detach(), module.bias, module.eps
+        bias = bias.detach() if bias is not None else None
+        return lambda x: F.layer_norm(x, shape, weight, bias, eps)
+    raise TypeError(f"no fast path for norm {type(module).__name__}")
+
+
+def _build(model: EncoderDecoder) -> DecoderWeights:
+    config = model.config
+    layers = []
+    for layer in model.decoder.layers:
+        sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+        w_qkv, b_qkv = _linear(sa.q_proj, sa.k_proj, sa.v_proj)
+        w_so, b_so = _linear(sa.out_proj)
+        w_cq, b_cq = _linear(ca.q_proj)
+        w_ckv, b_ckv = _linear(ca.k_proj, ca.v_proj)
+        w_co, b_co = _linear(ca.out_proj)
+        w_1, b_1 = _linear(ffn.linear1)
+        w_2, b_2 = _linear(ffn.linear2)
+        layers.append(
+            LayerWeights(
+                w_qkv, b_qkv, w_so, b_so, w_cq, b_cq, w_ckv, b_ckv, w_co, b_co, w_1, b_1, w_2, b_2,
+                _norm(layer.norm1), _norm(layer.norm2), _norm(layer.norm3),
+            )
+        )
+    final = model.decoder.norm
+    w_out, b_out = _linear(model.generator)
+    return DecoderWeights(
+        embedding=(model.tgt_embed.weight * model.tgt_embed.scale).contiguous(),
+        positions=model.positional.table,
+        layers=layers,
+        final_norm=None if isinstance(final, nn.Identity) else _norm(final),
+        w_out=w_out,
+        b_out=b_out,
+        n_heads=config.n_heads,
+        d_k=config.d_k,
+        post=config.norm_position == "post",
+        residual=config.residual,
+        scale=1.0 / math.sqrt(config.d_k),
+    )

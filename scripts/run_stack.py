@@ -53,7 +53,8 @@ def main() -> int:
     port = env.get("PORT", "8000")
     redis = None
     if not env.get("REDIS_URL"):
-        redis = EmbeddedRedis(ROOT / "var" / "run")
+        data_dir = Path(env["DATA_DIR"]).expanduser().resolve() if env.get("DATA_DIR") else ROOT / "var"
+        redis = EmbeddedRedis(data_dir / "run")  # the socket the settings expect when REDIS_URL is unset
         env["REDIS_URL"] = redis.start()
         print(f"[run] embedded Redis on {env['REDIS_URL']}", flush=True)
 

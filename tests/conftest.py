@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.users",
     "tests.fixtures.services",
     "tests.fixtures.browser",
+    "tests.fixtures.models",
 ]

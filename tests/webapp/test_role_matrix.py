@@ -10,6 +10,7 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/": (LOGIN, 200, 200, 200),
     "/admin/": (LOGIN, 403, 403, 200),
     "/admin/auth/user/": (LOGIN, 403, 403, 200),
+    "/models/": (LOGIN, 200, 200, 200),
     "/accounts/login/": (200, 302, 302, 302),  # signed-in users are sent home
     "/accounts/register/": (200, 302, 302, 302),
 }

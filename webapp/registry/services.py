@@ -1,0 +1,89 @@
+"""Registering model folders and choosing which the class may use."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.db.models import QuerySet
+
+from webapp.accounts.roles import Role, has_role
+from webapp.registry.models import TrainedModel
+
+SHIPPED_TITLES = {
+    "zh-en-post": "Chinese → English, Post-LN (the 2017 paper's layout)",
+    "zh-en-pre": "Chinese → English, Pre-LN (same size, data and seed)",
+    "reverse": "Reverse a sequence of symbols",
+}
+
+
+class RegistryError(ValueError):
+    """A folder that is not a complete model folder."""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RegistryError(f"{path.name} is missing from {path.parent}") from None
+    except (OSError, ValueError) as exc:
+        raise RegistryError(f"{path} is not readable JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise RegistryError(f"{path} must hold a JSON object")
+    return data
+
+
+def model_register_folder(
+    *, folder: Path, name: str, task: str | None = None, title: str = "", shipped: bool = False,
+    published: bool | None = None, created_by: Any = None,
+) -> TrainedModel:
+    """Create or refresh the registry entry for a model folder (idempotent by name)."""
+    from modelcore.checkpoint import WEIGHTS_FILE, file_hash
+
+    folder = Path(folder)
+    weights = folder / WEIGHTS_FILE
+    if not weights.is_file():
+        raise RegistryError(f"{WEIGHTS_FILE} is missing from {folder}")
+    config = _read_json(folder / "config.json")
+    metrics = _read_json(folder / "metrics.json") if (folder / "metrics.json").exists() else {}
+    if not (folder / "tokenizer.json").is_file():
+        raise RegistryError(f"tokenizer.json is missing from {folder}")
+    model_config = config.get("model", config)
+    defaults: dict[str, Any] = {
+        "task": task or config.get("task") or metrics.get("task") or "unknown",
+        "title": title,
+        "config": model_config,
+        "metrics": metrics,
+        "path": str(folder.resolve()),
+        "checkpoint_hash": file_hash(weights),
+        "size_bytes": sum(p.stat().st_size for p in folder.iterdir() if p.is_file()),
+        "shipped": shipped,
+    }
+    # Publication and ownership are set once, at creation: re-registering keeps the admin's choice.
+    create_defaults = {**defaults, "published": bool(published), "created_by": created_by}
+    model, _ = TrainedModel.objects.update_or_create(name=name, defaults=defaults, create_defaults=create_defaults)
+    return model
+
+
+def shipped_models_register() -> list[TrainedModel]:
+    """Register every model in modelcore/shipped, published on first registration."""
+    from modelcore.checkpoint import SHIPPED_DIR, shipped_models
+
+    return [
+        model_register_folder(folder=SHIPPED_DIR / name, name=name, title=SHIPPED_TITLES.get(name, ""),
+                              shipped=True, published=True)
+        for name in shipped_models()
+    ]
+
+
+def models_visible_to(user: Any) -> QuerySet[TrainedModel]:
+    """Admins see every model; everyone else the published ones."""
+    models = TrainedModel.objects.all()
+    return models if has_role(user, Role.ADMIN) else models.filter(published=True)
+
+
+def model_set_published(*, model: TrainedModel, published: bool) -> TrainedModel:
+    """Show a model to the class, or hide it."""
+    model.published = published
+    model.save(update_fields=["published", "updated_at"])
+    return model

@@ -1,0 +1,33 @@
+"""The model registry pages: the list, one model, publishing."""
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.permissions import admins_only, signed_in
+from webapp.registry.models import TrainedModel
+from webapp.registry.services import model_set_published, models_visible_to
+
+
+@signed_in
+def model_list(request: HttpRequest) -> HttpResponse:
+    """Published models (admins: all of them)."""
+    return render(request, "registry/list.html", {"models": models_visible_to(request.user)})
+
+
+@signed_in
+def model_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """One model: its configuration, figures and training curves."""
+    model = get_object_or_404(models_visible_to(request.user), name=name)
+    history = model.metrics.get("history") or []
+    return render(request, "registry/detail.html", {"model": model, "history": history})
+
+
+@admins_only
+@require_POST
+def model_publish(request: HttpRequest, name: str) -> HttpResponse:
+    """Publish or unpublish (POST published=1|0); answers the row fragment for htmx."""
+    model = get_object_or_404(TrainedModel, name=name)
+    model_set_published(model=model, published=request.POST.get("published") == "1")
+    return render(request, "registry/partials/publish.html", {"model": model})

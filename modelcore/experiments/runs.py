@@ -1,0 +1,212 @@
+"""Probe training runs: train a small model while recording loss, validation and per-layer gradient norms."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from modelcore.config import NORM_POSITIONS, NORMS, ModelConfig
+from modelcore.experiments.gradients import layer_grad_norms
+from modelcore.model import EncoderDecoder
+from modelcore.tasks import Task, get_task
+from modelcore.tokenization import PAD_ID, Tokenizer
+from modelcore.training.batching import BatchStream, encode_pairs
+from modelcore.training.evaluate import evaluate
+
+PROBE_TASKS = ("reverse", "copy", "sort", "add", "zh-en")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One probe run: the task, the model's size and switches, and a plain Adam with optional linear warmup."""
+
+    task: str = "reverse"
+    n_train: int = 4000  # a few thousand pairs: enough that a few hundred steps rarely repeat a batch
+    layers: int = 6  # encoder and decoder alike
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 256
+    norm_position: str = "post"
+    norm: str = "layernorm"
+    residual: bool = True
+    steps: int = 300
+    batch_size: int = 32
+    lr: float = 3e-3  # the peak rate; constant after warmup (no decay), so arms differ only in the switch
+    warmup_steps: int = 0  # linear from lr/warmup_steps to lr over this many steps; 0: the full rate from step 1
+    betas: tuple[float, float] = (0.9, 0.98)  # the paper's
+    seed: int = 0
+    eval_every: int = 50
+    eval_size: int = 100  # validation pairs per evaluation
+    record_every: int = 5  # steps between per-layer gradient-norm snapshots (the heatmap's rows)
+    # A loss this many times ln(vocab) (the loss of a uniform guess) counts as a blow-up and stops the run.
+    blowup_factor: float = 3.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list back
+        if self.task not in PROBE_TASKS:
+            raise ValueError(f"unknown task {self.task!r} (choose from: {', '.join(PROBE_TASKS)})")
+        if self.norm_position not in NORM_POSITIONS or self.norm not in NORMS:
+            raise ValueError(f"norm_position must be one of {NORM_POSITIONS} and norm one of {NORMS}")
+        for name in ("n_train", "layers", "d_model", "n_heads", "d_ff", "steps", "batch_size", "eval_size",
+                     "record_every", "eval_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.warmup_steps < 0 or self.seed < 0:
+            raise ValueError("warmup_steps and seed must not be negative")
+        if not (self.lr > 0 and math.isfinite(self.lr)) or not self.blowup_factor > 1:
+            raise ValueError("lr must be a positive number and blowup_factor more than 1")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "betas": list(self.betas)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown run config keys: {', '.join(unknown)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> RunConfig:
+        return dataclasses.replace(self, **changes)
+
+    def model_config(self, src_vocab_size: int, tgt_vocab_size: int) -> ModelConfig:
+        return ModelConfig(
+            src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, d_model=self.d_model,
+            n_heads=self.n_heads, d_ff=self.d_ff, n_encoder_layers=self.layers, n_decoder_layers=self.layers,
+            dropout=0.0,  # a probe compares switches; dropout noise would only blur the curves
+            norm_position=self.norm_position, norm=self.norm, residual=self.residual,
+        )
+
+    def rate(self, step: int) -> float:
+        """Learning rate at 1-based step: linear warmup to lr, then constant."""
+        if self.warmup_steps and step < self.warmup_steps:
+            return self.lr * step / self.warmup_steps
+        return self.lr
+
+
+def probe_task(config: RunConfig) -> Task:
+    """The task of a run; the same config always gives the same pairs."""
+    return get_task(config.task, seed=config.seed, n_train=config.n_train, n_valid=config.eval_size, n_test=0)
+
+
+StepCallback = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Probe:
+    """A freshly initialised model with its task and tokenizers, ready to train."""
+
+    config: RunConfig
+    task: Task
+    model: EncoderDecoder
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+
+
+def build_probe(config: RunConfig, task: Task | None = None) -> Probe:
+    """Task, tokenizers and a model initialised from config.seed: the same config gives the same start."""
+    task = task or probe_task(config)
+    src_tok, tgt_tok = task.build_tokenizers()
+    torch.manual_seed(config.seed)
+    model = EncoderDecoder(config.model_config(src_tok.vocab_size, tgt_tok.vocab_size))
+    return Probe(config, task, model, src_tok, tgt_tok)
+
+
+def train_probe(
+    config: RunConfig,
+    *,
+    probe: Probe | None = None,
+    on_step: StepCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Train one model; a NaN or blown-up loss stops the run and marks it diverged instead of raising."""
+    probe = probe or build_probe(config)
+    model = probe.model
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=config.betas, eps=1e-9)
+    examples = encode_pairs(probe.task.train, probe.src_tokenizer, probe.tgt_tokenizer, model.config.max_len)
+    stream = BatchStream(examples, config.batch_size, config.seed)
+    blowup = config.blowup_factor * math.log(probe.tgt_tokenizer.vocab_size)
+    record: dict[str, Any] = {
+        "config": config.to_dict(), "status": "completed", "diverged_at": None, "reason": "",
+        "steps": [], "loss": [], "lr": [], "evals": [],
+        "grad_norms": {"steps": [], "layers": [], "layer": [], "ffn.linear2": []},
+    }
+    started = time.perf_counter()
+    model.train()
+    for step in range(1, config.steps + 1):
+        lr = config.rate(step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch = stream.next()
+        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD_ID)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        value = loss.item()
+        reason = _divergence(value, blowup)
+        if reason:
+            record.update(status="diverged", diverged_at=step, reason=reason)
+            break
+        _keep_step(record, step, value, lr, model, config)
+        optimizer.step()
+        evaluation = None
+        if step % config.eval_every == 0 or step == config.steps:
+            evaluation = _evaluate(probe, step)
+            record["evals"].append(evaluation)
+        if on_step is not None:
+            on_step({"step": step, "steps": config.steps, "loss": value, "lr": lr, "eval": evaluation})
+        if should_stop is not None and should_stop():
+            record["status"] = "stopped"
+            break
+    model.eval()
+    record["seconds"] = round(time.perf_counter() - started, 1)
+    record["final_loss"] = final_loss(record["loss"])
+    return record
+
+
+def _divergence(loss: float, blowup: float) -> str:
+    if not math.isfinite(loss):
+        return "nan"
+    if loss > blowup:
+        return "blow-up"
+    return ""
+
+
+def _keep_step(record: dict[str, Any], step: int, loss: float, lr: float, model: EncoderDecoder,
+               config: RunConfig) -> None:
+    record["steps"].append(step)
+    record["loss"].append(round(loss, 5))
+    record["lr"].append(lr)
+    if step == 1 or step % config.record_every == 0:
+        rows = layer_grad_norms(model)
+        norms = record["grad_norms"]
+        norms["layers"] = norms["layers"] or [f"{r['stack']} {r['index'] + 1}" for r in rows]
+        norms["steps"].append(step)
+        norms["layer"].append([round(r["grad_norms"]["layer"], 6) for r in rows])
+        norms["ffn.linear2"].append([round(r["grad_norms"]["ffn.linear2"], 6) for r in rows])
+
+
+def _evaluate(probe: Probe, step: int) -> dict[str, Any]:
+    # evaluate() puts the model back in training mode when it is done.
+    result = evaluate(probe.model, probe.task.valid, probe.src_tokenizer, probe.tgt_tokenizer)
+    return {"step": step, **{k: round(v, 5) if isinstance(v, float) else v for k, v in result.items()}}
+
+
+def final_loss(losses: list[float]) -> float | None:
+    """Mean training loss of the last tenth of the run (at least the last step): what 'it learned' reads."""
+    if not losses:
+        return None
+    tail = losses[-max(1, len(losses) // 10) :]
+    return round(statistics.fmean(tail), 5)

@@ -1,0 +1,219 @@
+"""Decoding speed: modelcore.decoding against Hugging Face MarianMT generate and CTranslate2, side by side.
+
+    .venv/bin/pip install -r requirements/bench.txt   # transformers, ctranslate2 (benchmark only)
+    .venv/bin/python bench/decode.py [--repeats 7] [--out bench/results/decode.json]
+
+Same sizes everywhere: d_model 256, 4 heads, d_ff 1024, 3 + 3 layers, vocabulary 1000,
+source length 32, exactly 64 greedy tokens (end token suppressed), batch 1 and 16, 2 threads,
+random weights, float32, CPU. Engines run interleaved, repeat after repeat, so that load from
+other processes hits them alike; each figure is the median over repeats, in target tokens/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the hub: the peers are built from a config
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+import torch  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from modelcore import EncoderDecoder, ModelConfig  # noqa: E402
+from modelcore.decoding import DecodeParams, decode  # noqa: E402
+
+THREADS = 2
+SIZES = dict(d_model=256, n_heads=4, d_ff=1024, layers=3, vocab=1000, src_len=32, new_tokens=64)
+BATCHES = (1, 16)
+Engine = Callable[[torch.Tensor], int]  # runs a (B, S) batch of source ids, returns tokens generated
+
+
+def ours(model: EncoderDecoder, cache: bool, capture: bool) -> Engine:
+    """modelcore.decoding.decode through its public API, exactly new_tokens greedy tokens per source."""
+    n = SIZES["new_tokens"]
+    params = DecodeParams(max_len=n, min_len=n, capture_attention=capture)
+
+    def run(src: torch.Tensor) -> int:
+        results = decode(model, src.tolist(), params, cache=cache)
+        assert all(len(r.ids) == n for r in results)
+        return n * len(results)
+
+    return run
+
+
+def build_marian(folder: Path) -> torch.nn.Module:
+    """A random-weight MarianMT of the same sizes (Post-LN, ReLU, sinusoids, scaled embeddings), saved to folder."""
+    from transformers import MarianConfig, MarianMTModel
+
+    V, L = SIZES["vocab"], SIZES["layers"]
+    config = MarianConfig(
+        vocab_size=V + 1, d_model=SIZES["d_model"], encoder_layers=L, decoder_layers=L,
+        encoder_attention_heads=SIZES["n_heads"], decoder_attention_heads=SIZES["n_heads"],
+        encoder_ffn_dim=SIZES["d_ff"], decoder_ffn_dim=SIZES["d_ff"], activation_function="relu",
+        max_position_embeddings=512, scale_embedding=True, dropout=0.0,
+        # Marian appends <pad> as the last id and starts the decoder from it; CTranslate2 drops it again.
+        pad_token_id=V, decoder_start_token_id=V, eos_token_id=0, forced_eos_token_id=None,
+    )
+    torch.manual_seed(0)
+    model = MarianMTModel(config).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def hf_generate(model: torch.nn.Module, use_cache: bool) -> Engine:
+    n = SIZES["new_tokens"]
+
+    def run(src: torch.Tensor) -> int:
+        with torch.inference_mode():
+            out = model.generate(
+                src, max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1, use_cache=use_cache
+            )
+        return (out.size(1) - 1) * out.size(0)  # minus the start token
+
+    return run
+
+
+def _token(i: int) -> str:
+    return {0: "</s>", 1: "<unk>"}.get(i, f"t{i}")
+
+
+def ctranslate2_engine(marian_folder: Path) -> Engine:
+    """The Marian model converted to CTranslate2 float32 (a stand-in tokenizer: only the vocabulary is read)."""
+    import ctranslate2
+    from ctranslate2.converters import TransformersConverter
+
+    class _Vocabulary:
+        eos_token, unk_token = "</s>", "<unk>"
+
+        def get_vocab(self) -> dict[str, int]:
+            return {**{_token(i): i for i in range(SIZES["vocab"])}, "<pad>": SIZES["vocab"]}
+
+    class _Converter(TransformersConverter):
+        def load_tokenizer(self, *args: object, **kwargs: object) -> _Vocabulary:
+            return _Vocabulary()
+
+    out = marian_folder / "ct2"
+    _Converter(str(marian_folder)).convert(str(out), quantization="float32", force=True)
+    translator = ctranslate2.Translator(str(out), device="cpu", compute_type="float32",
+                                        inter_threads=1, intra_threads=THREADS)
+    n = SIZES["new_tokens"]
+
+    def run(src: torch.Tensor) -> int:
+        batch = [[_token(i) for i in row] for row in src.tolist()]
+        results = translator.translate_batch(
+            batch, beam_size=1, max_decoding_length=n, min_decoding_length=n, max_batch_size=0
+        )
+        return sum(len(r.hypotheses[0]) for r in results)
+
+    return run
+
+
+def measure(engines: dict[str, Engine], src: torch.Tensor, repeats: int) -> dict[str, float]:
+    """Median tokens/s of each engine; engines alternate inside each repeat."""
+    times: dict[str, list[float]] = {name: [] for name in engines}
+    tokens: dict[str, int] = {}
+    for name, run in engines.items():  # warm-up: first-call allocations, lazy inits
+        tokens[name] = run(src)
+    for _ in range(repeats):
+        for name, run in engines.items():
+            start = time.perf_counter()
+            produced = run(src)
+            times[name].append(time.perf_counter() - start)
+            assert produced == tokens[name] == src.size(0) * SIZES["new_tokens"], (name, produced)
+    return {name: tokens[name] / statistics.median(t) for name, t in times.items()}
+
+
+GOALS = [
+    # (batch, numerator, denominator, at least, or at most)
+    (1, "modelcore cached", "HF generate cached", 2.0, None),
+    (1, "modelcore cached", "CTranslate2 float32", 0.5, None),
+    (16, "modelcore cached", "CTranslate2 float32", 1.0, None),
+    (16, "modelcore cached", "modelcore uncached", 5.0, None),
+    # Step time with capture over plain step time = plain tokens/s over capture tokens/s.
+    (1, "modelcore cached", "modelcore cached + attention", None, 1.3),
+    (16, "modelcore cached", "modelcore cached + attention", None, 1.3),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "decode.json")
+    parser.add_argument("--no-peers", action="store_true", help="only modelcore (peers not installed)")
+    args = parser.parse_args()
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(0)
+    V = SIZES["vocab"]
+    config = ModelConfig(
+        src_vocab_size=V, tgt_vocab_size=V, d_model=SIZES["d_model"], n_heads=SIZES["n_heads"], d_ff=SIZES["d_ff"],
+        n_encoder_layers=SIZES["layers"], n_decoder_layers=SIZES["layers"], dropout=0.0, norm_position="post",
+    )
+    model = EncoderDecoder(config).eval()
+    engines: dict[str, Engine] = {
+        "modelcore cached": ours(model, cache=True, capture=False),
+        "modelcore uncached": ours(model, cache=False, capture=False),
+        "modelcore cached + attention": ours(model, cache=True, capture=True),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.no_peers:
+            marian = build_marian(Path(tmp))
+            engines["HF generate cached"] = hf_generate(marian, use_cache=True)
+            engines["HF generate uncached"] = hf_generate(marian, use_cache=False)
+            engines["CTranslate2 float32"] = ctranslate2_engine(Path(tmp))
+        generator = torch.Generator().manual_seed(1)
+        results: dict[str, dict[str, float]] = {}
+        for batch in BATCHES:
+            src = torch.randint(4, V, (batch, SIZES["src_len"]), generator=generator)  # no special ids
+            results[str(batch)] = measure(engines, src, args.repeats)
+    report(results, args)
+
+
+def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    """Print the table, the ratios and the goals; write them as JSON."""
+    ratios: dict[str, dict[str, float]] = {}
+    for batch, figures in results.items():
+        mine = figures["modelcore cached"]
+        ratios[batch] = {f"modelcore cached / {name}": mine / v for name, v in figures.items() if name != "modelcore cached"}
+        print(f"\nbatch {batch}: target tokens/s (median of {args.repeats})")
+        for name, value in figures.items():
+            ratio = "" if name == "modelcore cached" else f"   (modelcore cached is {mine / value:.2f}x)"
+            print(f"  {name:30s} {value:9.0f}{ratio}")
+    goals = []
+    for batch, top, bottom, at_least, at_most in GOALS:
+        figures = results[str(batch)]
+        if top not in figures or bottom not in figures:
+            continue
+        value = figures[top] / figures[bottom]
+        met = value >= at_least if at_least is not None else value <= at_most
+        goal = f">= {at_least}" if at_least is not None else f"<= {at_most}"
+        goals.append({"batch": batch, "ratio": f"{top} / {bottom}", "value": round(value, 3), "goal": goal, "met": met})
+        print(f"goal batch {batch}: {top} / {bottom} = {value:.2f} (goal {goal}): {'met' if met else 'NOT met'}")
+    payload = {
+        "sizes": SIZES,
+        "threads": THREADS,
+        "repeats": args.repeats,
+        "unit": "target tokens per second (encoder included), median",
+        "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpu": platform.processor()
+                    or platform.machine(), "cpu_count": os.cpu_count()},
+        "tokens_per_s": {batch: {k: round(v, 1) for k, v in f.items()} for batch, f in results.items()},
+        "ratios": {batch: {k: round(v, 3) for k, v in r.items()} for batch, r in ratios.items()},
+        "goals": goals,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""The KV-cache decoder gives what recomputing the whole prefix gives, for every strategy and layer kind."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+from torch import Tensor
+
+from modelcore import EncoderDecoder, ModelConfig
+from modelcore.decoding import BatchDecoder, BeamsEvent, DecodeParams, DoneEvent, Event, TokenEvent, decode
+from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID
+
+SRC = [5, 9, 14, 7, 22, 31, 8]
+
+
+def tiny_model(norm_position: str = "post", norm: str = "layernorm", residual: bool = True, seed: int = 0) -> EncoderDecoder:
+    """A small random model whose output distributions are peaked enough to make real choices."""
+    torch.manual_seed(seed)
+    config = ModelConfig(
+        src_vocab_size=40, tgt_vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
+        n_decoder_layers=2, dropout=0.0, norm_position=norm_position, norm=norm, residual=residual,
+    )
+    model = EncoderDecoder(config).eval()
+    with torch.no_grad():  # a sharper generator: random weights otherwise give near-uniform, near-tied choices
+        model.generator.weight.mul_(4.0)
+    return model
+
+
+def run(model: EncoderDecoder, requests: list[tuple[list[int], DecodeParams]], cache: bool) -> tuple[list[Event], list[Tensor]]:
+    """Decode requests together; returns every event and the raw logits of every step."""
+    decoder = BatchDecoder(model, cache=cache)
+    logits: list[Tensor] = []
+    step = decoder.stepper.step
+
+    def recording_step(tokens: Tensor) -> Tensor:
+        out = step(tokens)
+        logits.append(out.clone())  # the decoder bans ids in place afterwards
+        return out
+
+    decoder.stepper.step = recording_step  # type: ignore[method-assign]
+    events: list[Event] = list(decoder.add_many([(str(i), src, p) for i, (src, p) in enumerate(requests)]))
+    events += list(decoder.run())
+    return events, logits
+
+
+def done(events: list[Event]) -> dict[str, DoneEvent]:
+    return {e.request_id: e for e in events if isinstance(e, DoneEvent)}
+
+
+LAYER_KINDS = [("post", "layernorm"), ("pre", "layernorm"), ("post", "rmsnorm"), ("pre", "rmsnorm")]
+STRATEGIES = [
+    DecodeParams(strategy="greedy", max_len=12),
+    DecodeParams(strategy="beam", beam_size=3, n_best=3, max_len=12),
+    DecodeParams(strategy="sample", seed=7, temperature=1.3, top_k=20, top_p=0.9, max_len=12),
+]
+
+
+@pytest.mark.parametrize("norm_position,norm", LAYER_KINDS)
+@pytest.mark.parametrize("params", STRATEGIES, ids=lambda p: p.strategy)
+def test_cached_decoding_equals_full_recompute(norm_position: str, norm: str, params: DecodeParams) -> None:
+    model = tiny_model(norm_position, norm)
+    cached_events, cached_logits = run(model, [(SRC, params)], cache=True)
+    full_events, full_logits = run(model, [(SRC, params)], cache=False)
+    cached, full = done(cached_events)["0"], done(full_events)["0"]
+    assert cached.ids == full.ids
+    assert [h.ids for h in cached.n_best] == [h.ids for h in full.n_best]
+    assert len(cached_logits) == len(full_logits) == cached.steps
+    for a, b in zip(cached_logits, full_logits, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+def test_cached_decoding_equals_full_recompute_without_residuals() -> None:
+    model = tiny_model("pre", residual=False)
+    params = DecodeParams(max_len=10)
+    cached_events, cached_logits = run(model, [(SRC, params)], cache=True)
+    full_events, full_logits = run(model, [(SRC, params)], cache=False)
+    assert done(cached_events)["0"].ids == done(full_events)["0"].ids
+    for a, b in zip(cached_logits, full_logits, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+def test_the_cache_grows_by_one_position_per_step_and_reports_its_bytes() -> None:
+    model = tiny_model()
+    events, _ = run(model, [(SRC, DecodeParams(max_len=6, min_len=6))], cache=True)
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    config = model.config
+    per_position = 2 * config.n_heads * config.d_k * 4 * config.n_decoder_layers  # k + v, float32, all layers
+    for step, event in enumerate(tokens):
+        assert event.cache.self_positions == step + 1  # <bos> and every token fed so far
+        assert event.cache.cross_positions == len(SRC)
+        assert event.cache.bytes == (step + 1 + len(SRC)) * per_position
+
+
+def test_beam_size_one_equals_greedy() -> None:
+    model = tiny_model(seed=3)
+    greedy = decode(model, [SRC, SRC[:3]], DecodeParams(max_len=15))
+    beam = decode(model, [SRC, SRC[:3]], DecodeParams(strategy="beam", beam_size=1, max_len=15))
+    assert [r.ids for r in beam] == [r.ids for r in greedy]
+    assert [r.logprob for r in beam] == pytest.approx([r.logprob for r in greedy], abs=1e-5)
+
+
+def test_beam_search_finds_an_output_at_least_as_likely_as_greedy() -> None:
+    model = tiny_model(seed=4)
+    greedy = decode(model, [SRC], DecodeParams(max_len=10, min_len=10))[0]
+    beam = decode(model, [SRC], DecodeParams(strategy="beam", beam_size=4, n_best=4, max_len=10, min_len=10,
+                                             length_penalty=0.0))[0]
+    assert beam.logprob >= greedy.logprob - 1e-5
+    scores = [h.score for h in beam.n_best]
+    assert scores == sorted(scores, reverse=True) and len(beam.n_best) == 4
+
+
+def test_beam_events_describe_a_tree() -> None:
+    model = tiny_model(seed=5)
+    events, _ = run(model, [(SRC, DecodeParams(strategy="beam", beam_size=3, max_len=8))], cache=True)
+    steps = [e for e in events if isinstance(e, BeamsEvent)]
+    assert [e.seq for e in steps] == list(range(len(steps)))
+    assert len(steps[0].beams) == 3 and {b.parent for b in steps[0].beams} == {0}  # all grow from <bos>
+    for previous, current in zip(steps, steps[1:], strict=False):
+        assert all(0 <= b.parent < len(previous.beams) for b in current.beams)
+        logprobs = [b.logprob for b in current.beams]
+        assert logprobs == sorted(logprobs, reverse=True)
+
+
+def test_greedy_picks_the_most_probable_token_and_lists_alternatives() -> None:
+    model = tiny_model()
+    events, _ = run(model, [(SRC, DecodeParams(max_len=5, top_alternatives=4))], cache=True)
+    for event in [e for e in events if isinstance(e, TokenEvent)]:
+        assert event.id == event.alternatives[0][0] and event.prob == pytest.approx(event.alternatives[0][2])
+        probs = [p for _, _, p in event.alternatives]
+        assert len(probs) == 4 and probs == sorted(probs, reverse=True)
+        assert all(i not in (PAD_ID, BOS_ID) for i, _, _ in event.alternatives)  # framing ids never offered
+
+
+def test_sampling_is_reproducible_with_a_seed_and_narrows_to_greedy() -> None:
+    model = tiny_model(seed=6)
+    sample = DecodeParams(strategy="sample", seed=11, max_len=12, temperature=2.0)
+    assert decode(model, [SRC], sample)[0].ids == decode(model, [SRC], sample)[0].ids
+    other_seeds = {tuple(decode(model, [SRC], replace(sample, seed=s))[0].ids)
+                   for s in range(5)}
+    assert len(other_seeds) > 1  # at temperature 2 the seed matters
+    greedy = decode(model, [SRC], DecodeParams(max_len=12))[0].ids
+    for narrow in (dict(top_k=1), dict(top_p=1e-6)):
+        params = DecodeParams(strategy="sample", seed=1, max_len=12, temperature=2.0, **narrow)
+        assert decode(model, [SRC], params)[0].ids == greedy
+
+
+def test_forced_prefix_is_followed_then_the_model_continues() -> None:
+    model = tiny_model(seed=2)
+    prefix = (17, 23, 5)
+    for strategy in ("greedy", "beam"):
+        params = DecodeParams(strategy=strategy, forced_prefix=prefix, max_len=10)
+        cached_events, cached_logits = run(model, [(SRC, params)], cache=True)
+        full_events, full_logits = run(model, [(SRC, params)], cache=False)
+        result = done(cached_events)["0"]
+        assert tuple(result.ids[:3]) == prefix and result.ids == done(full_events)["0"].ids
+        forced = [e.forced for e in cached_events if isinstance(e, TokenEvent | BeamsEvent)]
+        assert forced[:3] == [True, True, True] and not any(forced[3:])
+        for a, b in zip(cached_logits, full_logits, strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+def test_max_len_and_min_len_bound_the_output() -> None:
+    model = tiny_model(seed=8)
+    with torch.no_grad():
+        model.generator.bias[EOS_ID] = 50.0  # this model wants to stop at once
+    assert decode(model, [SRC], DecodeParams(max_len=20))[0].ids == []
+    forced_on = decode(model, [SRC], DecodeParams(max_len=20, min_len=6))[0]
+    assert len(forced_on.ids) == 6 and forced_on.reason == "eos"
+    with torch.no_grad():
+        model.generator.bias[EOS_ID] = -50.0  # and now never
+    capped = decode(model, [SRC], DecodeParams(max_len=9))[0]
+    assert len(capped.ids) == 9 and capped.reason == "max_len"

@@ -1,0 +1,101 @@
+"""The public decoding API: clear errors on bad requests, events that survive JSON, text in and out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from modelcore.checkpoint import save_model
+from modelcore.decoding import (
+    BatchDecoder,
+    BeamsEvent,
+    DecodeError,
+    DecodeParams,
+    DoneEvent,
+    StartEvent,
+    TokenEvent,
+    decode,
+    decode_stream,
+)
+from modelcore.tokenization import Tokenizer
+from tests.modelcore.test_decoding import SRC, tiny_model
+
+
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        (dict(strategy="beam", beam_size=0), "beam_size"),
+        (dict(strategy="sample", top_p=1.5), "top_p"),
+        (dict(strategy="sample", temperature=0.0), "temperature"),
+        (dict(strategy="banana"), "strategy"),
+        (dict(max_len=0), "max_len"),
+        (dict(strategy="beam", beam_size=2, n_best=3), "n_best"),
+        (dict(top_k=-1), "top_k"),
+        (dict(min_len=5, max_len=3), "min_len"),
+    ],
+)
+def test_bad_parameters_raise_a_clear_error(fields: dict, message: str) -> None:
+    with pytest.raises(DecodeError, match=message):
+        DecodeParams(**fields)
+
+
+def test_bad_requests_raise_a_clear_error() -> None:
+    model = tiny_model()
+    with pytest.raises(DecodeError, match="empty"):
+        decode_stream(model, [])
+    with pytest.raises(DecodeError, match="source ids"):
+        decode_stream(model, [5, 999])
+    with pytest.raises(DecodeError, match="source tokenizer"):
+        decode_stream(model, "hello")
+    with pytest.raises(DecodeError, match="forced_prefix"):
+        decode_stream(model, SRC, DecodeParams(forced_prefix=(1,)))  # <bos> is not an output
+    with pytest.raises(DecodeError, match="unknown decoding parameters: bogus"):
+        DecodeParams.from_dict({"strategy": "greedy", "bogus": 1})
+    decoder = BatchDecoder(model)
+    decoder.add("x", SRC)
+    with pytest.raises(DecodeError, match="unique"):
+        decoder.add("x", SRC)
+    with pytest.raises(DecodeError, match="no active request"):
+        decoder.cancel("nope")
+
+
+def test_an_unknown_model_raises_a_clear_error(tmp_path: Path) -> None:
+    for name in ("no-such-shipped-model", tmp_path / "empty"):
+        with pytest.raises(DecodeError, match="unknown model"):
+            decode_stream(name, SRC)
+    with pytest.raises(DecodeError, match="unknown model"):
+        decode(object(), [SRC])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "beam", "sample"])
+def test_every_event_turns_into_json_and_back_without_loss(strategy: str) -> None:
+    params = DecodeParams(strategy=strategy, seed=1, max_len=4, capture_attention=True, beam_size=2, n_best=1)
+    events = list(decode_stream(tiny_model(), SRC, params))
+    assert isinstance(events[0], StartEvent) and isinstance(events[-1], DoneEvent)
+    step_type = BeamsEvent if strategy == "beam" else TokenEvent
+    assert all(isinstance(e, step_type) for e in events[1:-1])
+    assert [e.seq for e in events[1:-1]] == list(range(len(events) - 2))  # type: ignore[attr-defined]
+    for event in events:
+        line = event.to_json()
+        assert "\n" not in line and json.loads(line) == event.to_dict()
+    token = events[1].to_dict()
+    assert token["type"] == ("beams" if strategy == "beam" else "token") and token["seq"] == 0
+    if strategy != "beam":
+        assert {"id", "token", "prob", "alternatives", "cache", "attention"} <= set(token)
+        assert len(token["attention"]["self"][0][0]) == 1 and len(token["attention"]["cross"][0][0]) == len(SRC)
+
+
+def test_text_in_text_out_through_a_saved_model_folder(tmp_path: Path) -> None:
+    src_tok = Tokenizer.train(["the cat sat", "a dog ran"], kind="word")
+    tgt_tok = Tokenizer.train(["le chat", "un chien", "il court"], kind="word")
+    model = tiny_model()
+    model = type(model)(model.config.replace(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size))
+    folder = save_model(tmp_path / "m", model.eval(), src_tok, tgt_tok)
+    events = list(decode_stream(str(folder), "the dog sat", DecodeParams(max_len=5, min_len=5)))
+    start, tokens, final = events[0], events[1:-1], events[-1]
+    assert isinstance(start, StartEvent) and start.src_tokens == ["the", "dog", "sat"]
+    assert isinstance(final, DoneEvent)
+    assert all(isinstance(e, TokenEvent) and e.token == tgt_tok.id_to_token(e.id) for e in tokens)
+    assert final.text == tgt_tok.decode(final.ids) and len(final.text.split()) == 5

@@ -1,0 +1,59 @@
+"""Evaluation: teacher-forced loss and token accuracy, greedy exact match and BLEU."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+
+from modelcore.generate import greedy_decode
+from modelcore.model import EncoderDecoder
+from modelcore.tokenization import PAD_ID, Tokenizer
+from modelcore.training.batching import collate, encode_pairs
+
+
+@torch.no_grad()
+def evaluate(
+    model: EncoderDecoder,
+    pairs: Sequence[tuple[str, str]],
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    *,
+    batch_size: int = 128,
+) -> dict[str, Any]:
+    """{"loss", "token_accuracy", "exact_match", "bleu", "n"}: fractions in 0..1, BLEU in 0..100."""
+    if not pairs:
+        raise ValueError("nothing to evaluate: the split is empty")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    examples = encode_pairs(pairs, src_tokenizer, tgt_tokenizer, model.config.max_len)
+    # Sorted by length so that batches waste little on padding; results do not depend on the order.
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].src))
+    loss_sum, correct, counted, exact = 0.0, 0, 0, 0
+    hypotheses: list[str] = [""] * len(examples)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        batch = collate([examples[i] for i in chunk]).to(device)
+        logits = model(batch.src, batch.tgt_in).float()  # (B, T, V)
+        loss_sum += F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD_ID, reduction="sum").item()
+        real = batch.tgt_out != PAD_ID
+        correct += int(((logits.argmax(-1) == batch.tgt_out) & real).sum())
+        counted += int(real.sum())
+        longest = max(len(examples[i].tgt) for i in chunk)
+        decoded = greedy_decode(model, batch.src, max_len=min(longest + 10, model.config.max_len - 1))
+        for i, ids in zip(chunk, decoded, strict=True):
+            exact += ids == list(examples[i].tgt)
+            hypotheses[i] = tgt_tokenizer.decode(ids)
+    model.train(was_training)
+    references = [target for _, target in pairs]
+    return {
+        "loss": loss_sum / counted,
+        "token_accuracy": correct / counted,
+        "exact_match": exact / len(examples),
+        "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
+        "n": len(examples),
+    }

@@ -4,7 +4,9 @@ from __future__ import annotations
 from django.urls import path
 
 from webapp.core.consumers import NotifyConsumer
+from webapp.experiments.consumers import ExperimentSocket
 
 websocket_urlpatterns = [
     path("ws/notify/", NotifyConsumer.as_asgi()),
+    path("ws/experiments/<int:run_id>/", ExperimentSocket.as_asgi()),
 ]

@@ -7,6 +7,7 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("webapp.core.urls")),
     path("accounts/", include("webapp.accounts.urls")),
+    path("experiments/", include("webapp.experiments.urls")),
     path("models/", include("webapp.registry.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "axes",
     "webapp.core",
     "webapp.accounts",
+    "webapp.experiments",
     "webapp.registry",
 ]
 

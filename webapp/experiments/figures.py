@@ -1,0 +1,212 @@
+"""Plotly figures (plain dicts, drawn by static/js/experiments.js) from experiment results."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+Figure = dict[str, Any]
+COLORS = {"post": "#b42318", "pre": "#2f6fde", "residual": "#13795b", "no residual": "#b4540a",
+          "warmup": "#2f6fde", "no warmup": "#b42318", "layernorm": "#2f6fde", "rmsnorm": "#7a3fc2"}
+
+
+def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": title}, "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}, **extra.pop("yaxis", {})},
+            "margin": {"t": 50, "r": 20, "b": 50, "l": 60}, "legend": {"orientation": "h", "y": -0.25}, **extra}
+
+
+def _line(name: str, x: list[Any], y: list[Any], color: str | None = None, **extra: Any) -> dict[str, Any]:
+    trace = {"type": "scatter", "mode": "lines", "name": name, "x": x, "y": y, **extra}
+    if color:
+        trace["line"] = {"color": color, **trace.get("line", {})}
+    return trace
+
+
+def arm_name(arm: dict[str, Any]) -> str:
+    """An arm's legend name, saying when and why it stopped early."""
+    run = arm["run"]
+    if run["status"] == "diverged":
+        return _("%(label)s (diverged at step %(step)s: %(reason)s)") % {
+            "label": arm["label"], "step": run["diverged_at"], "reason": run["reason"]}
+    return arm["label"]
+
+
+def loss_figure(result: dict[str, Any], title: str) -> Figure:
+    """Training loss per step, both arms overlaid."""
+    traces = [_line(arm_name(a), a["run"]["steps"], a["run"]["loss"], COLORS.get(a["label"])) for a in result["arms"]]
+    return {"data": traces, "layout": _layout(title, _("step"), _("training loss (cross-entropy)"))}
+
+
+def accuracy_figure(result: dict[str, Any], title: str) -> Figure:
+    """Validation token accuracy (teacher forcing) at each evaluation."""
+    traces = []
+    for arm in result["arms"]:
+        evals = arm["run"]["evals"]
+        traces.append({**_line(arm_name(arm), [e["step"] for e in evals], [e["token_accuracy"] for e in evals],
+                               COLORS.get(arm["label"])), "mode": "lines+markers"})
+    return {"data": traces, "layout": _layout(title, _("step"), _("validation token accuracy"),
+                                              yaxis={"range": [0, 1.02]})}
+
+
+def gradflow_figure(named: list[tuple[str, dict[str, Any]]], *, stack: str, group: str, title: str) -> Figure:
+    """Gradient norm of one parameter group against layer, log scale, one line per configuration."""
+    traces = []
+    for label, result in named:
+        rows = [r for r in result["layers"] if r["stack"] == stack]
+        traces.append({**_line(label, [r["index"] + 1 for r in rows], [r["grad_norms"][group] for r in rows],
+                               COLORS.get(label.split(",")[0])),
+                       "mode": "lines+markers",
+                       "error_y": {"type": "data", "array": [r["grad_norms_std"][group] for r in rows], "visible": True}})
+    return {"data": traces, "layout": _layout(title, _("layer (1 = nearest the input)"), _("gradient norm"),
+                                              yaxis={"type": "log"})}
+
+
+def heatmap_figure(arm: dict[str, Any], title: str) -> Figure:
+    """log10 of each layer's gradient norm (all its parameters) over training steps."""
+    norms = arm["run"]["grad_norms"]
+    z = [[math.log10(v) if v > 0 else None for v in row] for row in norms["layer"]]
+    trace = {"type": "heatmap", "x": norms["layers"], "y": norms["steps"], "z": z, "colorscale": "Viridis",
+             "colorbar": {"title": {"text": "log10 ‖g‖"}}}
+    return {"data": [trace], "layout": _layout(title, _("layer"), _("step"))}
+
+
+def drift_figure(result: dict[str, Any], *, measure: str, title: str, y_title: str) -> Figure:
+    """Mean over positions of one drift measure against layer (0 = the stack's input), both arms."""
+    traces = []
+    for arm in result["arms"]:
+        start = {"cosine": 1.0, "distance": 0.0, "norm": _mean(arm["input_norm"])}[measure]
+        y = [start, *(_mean(layer[measure]) for layer in arm["layers"])]
+        traces.append({**_line(arm["label"], list(range(len(y))), y, COLORS.get(arm["label"])), "mode": "lines+markers"})
+    return {"data": traces, "layout": _layout(title, _("layer (0 = input embedding + position)"), y_title)}
+
+
+def drift_positions_figure(result: dict[str, Any], title: str) -> Figure:
+    """Cosine of each position's last-layer state with its input: without residuals every token ends alike."""
+    traces = [{"type": "bar", "name": arm["label"], "x": result["tokens"], "y": arm["layers"][-1]["cosine"],
+               "marker": {"color": COLORS.get(arm["label"])}} for arm in result["arms"]]
+    return {"data": traces, "layout": _layout(title, _("source token"), _("cosine with the input"), barmode="group")}
+
+
+def norm_positions_figure(arm: dict[str, Any], tokens: dict[str, list[str]], title: str, *, when: str = "trained") -> Figure:
+    """One norm's per-position mean and variance before and after; a menu picks the norm."""
+    rows = arm[when]
+    keys = ("in_mean", "out_mean", "in_var", "out_var")
+    names = (_("mean before"), _("mean after"), _("variance before"), _("variance after"))
+
+    def x_of(row: dict[str, Any]) -> list[str]:
+        labels = tokens["src"] if row["name"].startswith("encoder") else tokens["tgt"]
+        return [f"{i}:{t}" for i, t in enumerate(labels)]
+
+    first = rows[0]
+    traces = [{"type": "bar" if k.endswith("var") else "scatter", "name": n, "x": x_of(first), "y": first[k],
+               **({"yaxis": "y2", "opacity": 0.55} if k.endswith("var") else {"mode": "lines+markers"})}
+              for k, n in zip(keys, names, strict=True)]
+    buttons = [{"label": row["name"], "method": "restyle",
+                "args": [{"y": [row[k] for k in keys], "x": [x_of(row)] * len(keys)}]} for row in rows]
+    layout = _layout(title, _("position"), _("mean over d_model"))
+    layout.update(yaxis2={"title": {"text": _("variance over d_model")}, "overlaying": "y", "side": "right"},
+                  barmode="group", updatemenus=[{"buttons": buttons, "x": 0, "y": 1.18, "xanchor": "left"}])
+    return {"data": traces, "layout": layout}
+
+
+def norm_distribution_figure(result: dict[str, Any], *, stat: str, title: str, when: str = "trained") -> Figure:
+    """Box plots over every position of every norm: the statistic before and after, LayerNorm against RMSNorm."""
+    traces = []
+    for arm in result["arms"]:
+        for side, label in (("in", _("before")), ("out", _("after"))):
+            values = [v for row in arm[when] for v in row[f"{side}_{stat}"]]
+            traces.append({"type": "box", "name": f"{arm['label']} · {label}", "y": values,
+                           "marker": {"color": COLORS.get(arm["label"])}, "boxpoints": False})
+    y_axis = {"type": "log"} if stat == "var" else {}
+    return {"data": traces, "layout": _layout(title, "", _("mean over d_model") if stat == "mean" else
+                                              _("variance over d_model"), yaxis=y_axis, showlegend=False)}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _named(results: dict[str, Any], names: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    return [(label, results[name]) for name, label in names.items() if results.get(name)]
+
+
+def norm_position_figures(results: dict[str, Any]) -> dict[str, Figure]:
+    """The /experiments/norm-position/ page."""
+    figures: dict[str, Figure] = {}
+    init = _named(results, {"gradflow_post": "post", "gradflow_pre": "pre"})
+    if init:
+        figures["init_decoder"] = gradflow_figure(init, stack="decoder", group="ffn.linear2",
+                                                  title=_("Decoder: gradient of each layer's FFN W2 at initialisation"))
+        figures["init_encoder"] = gradflow_figure(init, stack="encoder", group="ffn.linear2",
+                                                  title=_("Encoder: gradient of each layer's FFN W2 at initialisation"))
+    pair = results.get("compare_norm_position")
+    if pair:
+        figures["loss"] = loss_figure(pair, _("Training loss, no warmup, same data and seed"))
+        figures["accuracy"] = accuracy_figure(pair, _("Validation token accuracy"))
+        for arm in pair["arms"]:
+            figures[f"heatmap_{arm['label']}"] = heatmap_figure(
+                arm, _("%(label)s: gradient norm per layer over training") % {"label": arm_name(arm)})
+    warmup = results.get("compare_warmup")
+    if warmup:
+        figures["warmup_loss"] = loss_figure(warmup, _("Post-LN with and without warmup"))
+    return figures
+
+
+def residual_figures(results: dict[str, Any]) -> dict[str, Figure]:
+    """The /experiments/residuals/ page."""
+    figures: dict[str, Figure] = {}
+    for layers in (6, 12, 24):
+        named = _named(results, {f"gradflow_{layers}_res": "residual", f"gradflow_{layers}_nores": "no residual"})
+        if named:
+            for stack in ("decoder", "encoder"):
+                figures[f"init_{stack}_{layers}"] = gradflow_figure(
+                    named, stack=stack, group="layer",
+                    title=_("%(stack)s, %(n)d layers: gradient norm of each layer at initialisation")
+                    % {"stack": _("Decoder") if stack == "decoder" else _("Encoder"), "n": layers})
+    drift = results.get("drift")
+    if drift:
+        figures["drift_cosine"] = drift_figure(drift, measure="cosine", title=_("How much of the input is left"),
+                                               y_title=_("cosine(h_l, x_0), mean over positions"))
+        figures["drift_distance"] = drift_figure(drift, measure="distance", title=_("Distance from the input"),
+                                                 y_title=_("‖h_l − x_0‖, mean over positions"))
+        figures["drift_positions"] = drift_positions_figure(drift, _("Last layer, each source token"))
+    pair = results.get("compare_residual")
+    if pair:
+        figures["loss"] = loss_figure(pair, _("Training loss with and without residuals (Pre-LN)"))
+        figures["accuracy"] = accuracy_figure(pair, _("Validation token accuracy"))
+    return figures
+
+
+def layernorm_figures(results: dict[str, Any]) -> dict[str, Figure]:
+    """The /experiments/layernorm/ page."""
+    norms = results.get("norms")
+    if not norms:
+        return {}
+    tokens = {"src": norms["src_tokens"], "tgt": norms["tgt_tokens"]}
+    figures = {
+        f"positions_{arm['label']}": norm_positions_figure(
+            arm, tokens, _("%(label)s after training: each position before and after the norm") % {"label": arm["label"]})
+        for arm in norms["arms"]
+    }
+    figures["means"] = norm_distribution_figure(norms, stat="mean", title=_("Per-position means, every norm"))
+    figures["variances"] = norm_distribution_figure(norms, stat="var", title=_("Per-position variances, every norm"))
+    figures["loss"] = loss_figure(norms, _("Training loss: LayerNorm against RMSNorm"))
+    return figures
+
+
+def run_figures(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
+    """Figures of one launched run."""
+    if kind == "gradflow":
+        named = [(_("this configuration"), result)]
+        return {f"init_{stack}": gradflow_figure(named, stack=stack, group="ffn.linear2",
+                                                 title=_("%(stack)s: gradient of each layer's FFN W2 at initialisation")
+                                                 % {"stack": _("Decoder") if stack == "decoder" else _("Encoder")})
+                for stack in ("decoder", "encoder")}
+    if kind in ("compare", "norms"):
+        figures = {"loss": loss_figure(result, _("Training loss")), "accuracy": accuracy_figure(result, _("Validation token accuracy"))}
+        for arm in result["arms"]:
+            figures[f"heatmap_{arm['label']}"] = heatmap_figure(
+                arm, _("%(label)s: gradient norm per layer over training") % {"label": arm_name(arm)})
+        return figures
+    return residual_figures({"drift": result}) if kind == "drift" else {}

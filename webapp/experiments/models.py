@@ -1,0 +1,42 @@
+"""One experiment run: its parameters (unique by hash), progress and stored result."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from modelcore.experiments import KINDS
+
+
+class ExperimentRun(models.Model):
+    """A run of one experiment kind; asking for the same parameters again finds this row."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    kind = models.CharField(max_length=20, choices=[(k, k) for k in KINDS])
+    params = models.JSONField(help_text="Canonical parameters: every value the result depends on.")
+    params_key = models.CharField(max_length=64, unique=True, help_text="sha256 of kind + canonical parameters.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.FloatField(default=0.0, help_text="0..1")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    shipped = models.BooleanField(default=False, help_text="Copied from the results that ship with the app.")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

@@ -1,0 +1,53 @@
+"""Which results each experiment page shows, and the shipped copies of them (computed by experiments_defaults)."""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+DEFAULTS_DIR = Path(__file__).resolve().parent / "defaults"
+
+# The probe run behind every default comparison: 6+6 layers, d_model 64, constant rate, no warmup.
+# At lr 3e-3 Post-LN without warmup stays at the uniform guess on `reverse` while Pre-LN learns it
+# (docs/experiments.md has the figures).
+PROBE = {"task": "reverse", "layers": 6, "d_model": 64, "d_ff": 256, "steps": 300, "lr": 3e-3}
+INIT = {"layers": 6, "d_model": 128, "d_ff": 512}  # the gradient measurements at initialisation
+
+PAGES: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
+    "norm-position": {
+        "gradflow_post": ("gradflow", {**INIT, "norm_position": "post"}),
+        "gradflow_pre": ("gradflow", {**INIT, "norm_position": "pre"}),
+        "compare_norm_position": ("compare", {**PROBE, "switch": "norm_position"}),
+        "compare_warmup": ("compare", {**PROBE, "switch": "warmup", "norm_position": "post"}),
+    },
+    "residuals": {
+        **{
+            f"gradflow_{layers}_{'res' if residual else 'nores'}": (
+                "gradflow", {"layers": layers, "d_model": 64, "d_ff": 256, "residual": residual},
+            )
+            for layers in (6, 12, 24)
+            for residual in (True, False)
+        },
+        "drift": ("drift", {"layers": 6, "d_model": 64, "d_ff": 256}),
+        "compare_residual": ("compare", {**PROBE, "switch": "residual", "norm_position": "pre"}),
+    },
+    "layernorm": {
+        "norms": ("norms", {"task": "zh-en", "layers": 3, "d_model": 64, "d_ff": 256, "steps": 200, "lr": 1e-3,
+                            "warmup_steps": 50}),
+    },
+}
+
+
+def defaults_path(page: str) -> Path:
+    return DEFAULTS_DIR / f"{page}.json"
+
+
+@cache
+def shipped_results() -> dict[str, dict[str, Any]]:
+    """params_key -> shipped result, from every defaults/*.json (read once per process)."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(DEFAULTS_DIR.glob("*.json")):
+        for entry in json.loads(path.read_text(encoding="utf-8")).values():
+            found[entry["params_key"]] = entry["result"]
+    return found

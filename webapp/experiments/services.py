@@ -1,0 +1,158 @@
+"""Experiment runs: keyed by their parameters, queued on the training queue, quota for non-admins."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from modelcore.experiments import canonical_params, run_experiment
+from webapp.accounts.roles import Role, has_role
+from webapp.experiments.models import ExperimentRun
+from webapp.experiments.pages import PAGES, shipped_results
+
+logger = logging.getLogger(__name__)
+PROGRESS_EVERY_S = 0.25  # at most four progress frames (and database writes) a second per run
+
+
+class QuotaExceeded(Exception):
+    """A non-admin asked for more new runs than the daily quota allows."""
+
+
+def daily_quota() -> int:
+    """New runs a non-admin may start in 24 hours (settings.EXPERIMENTS_DAILY_QUOTA, default 3)."""
+    return int(getattr(settings, "EXPERIMENTS_DAILY_QUOTA", 3))
+
+
+def params_key(kind: str, params: dict[str, Any]) -> str:
+    """sha256 of the kind and canonical parameters: equal exactly when the result would be."""
+    text = json.dumps({"kind": kind, "params": canonical_params(kind, params)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_group(run_id: int) -> str:
+    """The channel-layer group every socket watching run `run_id` joins."""
+    return f"experiment-{run_id}"
+
+
+def experiment_quota_left(*, user: Any) -> int | None:
+    """How many new runs this user may still start today; None for admins (no limit)."""
+    if has_role(user, Role.ADMIN):
+        return None
+    since = timezone.now() - timedelta(days=1)
+    used = ExperimentRun.objects.filter(owner=user, created_at__gte=since, shipped=False).count()
+    return max(0, daily_quota() - used)
+
+
+@dataclass
+class Requested:
+    run: ExperimentRun
+    created: bool  # False: the stored (or already running) result for these parameters
+
+
+def experiment_run_request(*, user: Any, kind: str, params: dict[str, Any]) -> Requested:
+    """The run for these parameters: the stored one at once, else a new one queued (quota permitting)."""
+    canonical = canonical_params(kind, params)
+    key = params_key(kind, canonical)
+    with transaction.atomic():
+        run = ExperimentRun.objects.select_for_update().filter(params_key=key).first()
+        if run is not None and run.status != ExperimentRun.Status.FAILED:
+            return Requested(run, created=False)
+        shipped = shipped_results().get(key)
+        if run is None and shipped is not None:
+            run = ExperimentRun.objects.create(
+                kind=kind, params=canonical, params_key=key, status=ExperimentRun.Status.DONE, progress=1.0,
+                result=shipped, shipped=True, finished_at=timezone.now(),
+            )
+            return Requested(run, created=False)
+        left = experiment_quota_left(user=user)
+        if left is not None and left <= 0:
+            raise QuotaExceeded(f"You have used your {daily_quota()} experiment runs for today.")
+        if run is None:
+            run = ExperimentRun.objects.create(kind=kind, params=canonical, params_key=key, owner=user)
+        else:  # a failed run is tried again, now on this user's quota
+            run.status, run.progress, run.error, run.result, run.owner = ExperimentRun.Status.QUEUED, 0.0, "", None, user
+            run.save()
+        run_id = run.pk
+        transaction.on_commit(lambda: _dispatch(run_id))
+    return Requested(run, created=True)
+
+
+def _dispatch(run_id: int) -> None:
+    from webapp.experiments.tasks import run_experiment_task
+
+    run_experiment_task.delay(run_id)
+
+
+def experiment_result(*, kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """A finished result for these parameters: a stored row first, the shipped copy otherwise."""
+    key = params_key(kind, params)
+    row = ExperimentRun.objects.filter(params_key=key, status=ExperimentRun.Status.DONE).only("result").first()
+    if row is not None:
+        return row.result
+    return shipped_results().get(key)
+
+
+def experiment_page_results(*, page: str) -> dict[str, dict[str, Any] | None]:
+    """Every result one page shows, by its name in PAGES (None where none is stored or shipped)."""
+    return {name: experiment_result(kind=kind, params=params) for name, (kind, params) in PAGES[page].items()}
+
+
+def experiment_run_execute(*, run_id: int) -> None:
+    """Run a queued experiment in this (worker) process, reporting progress to the run's sockets."""
+    run = ExperimentRun.objects.get(pk=run_id)
+    if run.status == ExperimentRun.Status.DONE:
+        return  # delivered twice (acks_late): the first delivery finished it
+    run.status, run.started_at, run.progress = ExperimentRun.Status.RUNNING, timezone.now(), 0.0
+    run.save(update_fields=["status", "started_at", "progress", "updated_at"])
+    send = _Sender(run_id)
+    send({"type": "state", "status": run.status, "progress": 0.0})
+    try:
+        result = run_experiment(run.kind, run.params, on_progress=_progress_reporter(run, send))
+    except Exception as error:  # a bad run must end marked failed, never stay "running"
+        run.status, run.error, run.finished_at = ExperimentRun.Status.FAILED, f"{type(error).__name__}: {error}", timezone.now()
+        run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+        send({"type": "failed", "message": run.error})
+        logger.exception("experiment run %s failed", run_id)
+        return
+    run.status, run.result, run.progress, run.finished_at = ExperimentRun.Status.DONE, result, 1.0, timezone.now()
+    run.save(update_fields=["status", "result", "progress", "finished_at", "updated_at"])
+    send({"type": "done", "status": run.status, "progress": 1.0})
+
+
+def _progress_reporter(run: ExperimentRun, send: _Sender) -> Any:
+    last = [0.0]
+
+    def report(info: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_EVERY_S and info.get("progress", 0) < 1:
+            return
+        last[0] = now
+        run.progress = round(float(info.get("progress", 0.0)), 4)
+        run.save(update_fields=["progress", "updated_at"])
+        frame = {"type": "progress", "progress": run.progress}
+        frame.update({k: info[k] for k in ("arm", "step", "steps", "loss") if k in info})
+        send(frame)
+
+    return report
+
+
+class _Sender:
+    """Sends frames to a run's group from a worker (each throttled send costs a few milliseconds)."""
+
+    def __init__(self, run_id: int) -> None:
+        self.group = run_group(run_id)
+        self.layer = get_channel_layer()
+
+    def __call__(self, frame: dict[str, Any]) -> None:
+        if self.layer is not None:
+            async_to_sync(self.layer.group_send)(self.group, {"type": "run.frame", "frame": frame})

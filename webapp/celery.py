@@ -15,6 +15,7 @@ app.conf.task_routes = {
     "webapp.training.*": {"queue": "training"},
     "webapp.experiments.*": {"queue": "training"},
     "webapp.core.*": {"queue": "interactive"},
+    "webapp.playground.*": {"queue": "interactive"},
 }
 app.autodiscover_tasks()
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("accounts/", include("webapp.accounts.urls")),
     path("experiments/", include("webapp.experiments.urls")),
     path("models/", include("webapp.registry.urls")),
+    path("playground/", include("webapp.playground.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
 ]

@@ -11,6 +11,8 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/admin/": (LOGIN, 403, 403, 200),
     "/admin/auth/user/": (LOGIN, 403, 403, 200),
     "/models/": (LOGIN, 200, 200, 200),
+    "/playground/": (LOGIN, 200, 200, 200),
+    "/playground/model/?model=no-such-model": (LOGIN, 404, 404, 404),
     "/accounts/login/": (200, 302, 302, 302),  # signed-in users are sent home
     "/accounts/register/": (200, 302, 302, 302),
 }

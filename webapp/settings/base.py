@@ -42,7 +42,9 @@ INSTALLED_APPS = [
     "webapp.core",
     "webapp.accounts",
     "webapp.experiments",
+    "webapp.playground",
     "webapp.registry",
+    "webapp.training",
 ]
 
 MIDDLEWARE = [
@@ -133,6 +135,20 @@ MEDIA_ROOT = env_path("MEDIA_ROOT", DATA_DIR / "media")
 # Trained models live here (safetensors folders); the shipped ones are registered from modelcore/shipped.
 MODEL_STORE = env_path("MODEL_STORE", DATA_DIR / "models")
 MODELCORE_DEVICE = env_choice("MODELCORE_DEVICE", "auto", ("auto", "cpu", "cuda"))
+
+# Training jobs (docs/admin-guide.md): a run holds a lease in the database that it renews every few seconds;
+# a job whose worker died is resumed from its checkpoint once the lease lapses, up to MAX_ATTEMPTS runs.
+TRAINING_MAX_ATTEMPTS = env_int("TRAINING_MAX_ATTEMPTS", 3, minimum=1)
+TRAINING_LEASE_SECONDS = env_int("TRAINING_LEASE_SECONDS", 60, minimum=2)
+TRAINING_UPLOAD_MAX_BYTES = env_int("TRAINING_UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
+
+# The decoding playground (docs/protocol.md): per-user limits, per-request caps, models kept warm per worker.
+PLAYGROUND_MAX_CONCURRENT = env_int("PLAYGROUND_MAX_CONCURRENT", 2, minimum=1)
+PLAYGROUND_REQUESTS_PER_MINUTE = env_int("PLAYGROUND_REQUESTS_PER_MINUTE", 30, minimum=1)
+PLAYGROUND_MAX_SOURCE_CHARS = env_int("PLAYGROUND_MAX_SOURCE_CHARS", 200, minimum=1)
+PLAYGROUND_MAX_TOKENS = env_int("PLAYGROUND_MAX_TOKENS", 128, minimum=1)
+PLAYGROUND_MAX_SECONDS = env_int("PLAYGROUND_MAX_SECONDS", 120, minimum=1)
+PLAYGROUND_WARM_MODELS = env_int("PLAYGROUND_WARM_MODELS", 4, minimum=1)
 
 # Redis serves the channel layer, the Celery broker and its results. Unset: the embedded
 # redis-server that `make run` (and the test suite) starts on a Unix socket in RUN_DIR.

@@ -1,0 +1,1 @@
+// The playground page: see playground_views.js for the plots.

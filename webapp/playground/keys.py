@@ -1,0 +1,30 @@
+"""Redis keys shared by the socket (web process) and the decoding loop (worker process)."""
+from __future__ import annotations
+
+PREFIX = "playground"
+CONTROL_TTL_S = 600  # a cancel flag or step credits outlive any request they could concern
+
+
+def cancel_key(request_id: str) -> str:
+    """Set by the socket when its client cancels or leaves; read by the loop between steps."""
+    return f"{PREFIX}:cancel:{request_id}"
+
+
+def step_key(request_id: str) -> str:
+    """A list: one entry per `step` frame not yet used (step mode)."""
+    return f"{PREFIX}:step:{request_id}"
+
+
+def running_key(user_id: int) -> str:
+    """Sorted set of a user's running requests, scored by when the entry expires."""
+    return f"{PREFIX}:running:{user_id}"
+
+
+def rate_key(user_id: int) -> str:
+    """Sorted set of a user's requests in the last minute, scored by when they came."""
+    return f"{PREFIX}:rate:{user_id}"
+
+
+def ended_key(request_id: str) -> str:
+    """Written by the loop when a request ends: why and after how many steps (JSON), for a while."""
+    return f"{PREFIX}:ended:{request_id}"

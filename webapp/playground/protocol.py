@@ -1,0 +1,169 @@
+"""The `/ws/decode/` frames a client may send, checked before anything reaches a worker (docs/protocol.md).
+
+Pure Python on purpose: the web process validates requests without importing torch. The
+worker builds modelcore's DecodeParams from the result and checks it once more.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+STRATEGIES = ("greedy", "beam", "sample")
+MAX_PACE_MS = 5000
+MAX_TAG_CHARS = 64
+MAX_BEAMS = 8
+MAX_ALTERNATIVES = 10
+MAX_ID_CHARS = 64
+
+
+class ProtocolError(ValueError):
+    """A frame the socket refuses; `code` goes into the error frame."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-request caps the operator sets (settings.PLAYGROUND_*)."""
+
+    max_source_chars: int
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class DecodeRequest:
+    """One checked `decode` frame."""
+
+    model: str
+    source: str
+    params: dict[str, Any]  # keyword arguments of modelcore.decoding.DecodeParams
+    pace_ms: int = 0  # the worker sends a token at most every pace_ms (0: full speed)
+    step_mode: bool = False  # one token per `step` frame
+    compare_cache: bool = False  # also time each step without the KV cache
+    tag: str | None = None  # echoed in `start` and in a refusal, so a client can match its requests
+
+
+def _integer(low: int, high: int) -> Any:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ProtocolError("bad_params", f"{name} must be an integer from {low} to {high}")
+        return value
+
+    return check
+
+
+def _number(low: float, high: float, *, open_low: bool = False) -> Any:
+    def check(name: str, value: Any) -> float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if ok:
+            ok = (value > low if open_low else value >= low) and value <= high
+        if not ok:
+            bracket = "(" if open_low else "["
+            raise ProtocolError("bad_params", f"{name} must be a number in {bracket}{low:g}, {high:g}]")
+        return float(value)
+
+    return check
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ProtocolError("bad_params", f"{name} must be true or false")
+    return value
+
+
+def _strategy(name: str, value: Any) -> str:
+    if value not in STRATEGIES:
+        raise ProtocolError("bad_params", f"strategy must be one of: {', '.join(STRATEGIES)}")
+    return value
+
+
+def _param_checks(limits: Limits) -> dict[str, Any]:
+    """Decoding parameters a client may set, with the playground's ranges (tighter than the engine's)."""
+    return {
+        "strategy": _strategy,
+        "max_len": _integer(1, limits.max_tokens),
+        "min_len": _integer(0, limits.max_tokens),
+        "beam_size": _integer(1, MAX_BEAMS),
+        "n_best": _integer(1, MAX_BEAMS),
+        "length_penalty": _number(0.0, 10.0),
+        "early_stop": _boolean,
+        "temperature": _number(0.0, 10.0, open_low=True),
+        "top_k": _integer(0, 100_000),
+        "top_p": _number(0.0, 1.0, open_low=True),
+        "seed": _integer(0, 2**63 - 1),
+        "top_alternatives": _integer(0, MAX_ALTERNATIVES),
+    }
+
+
+# Frame keys that shape the stream rather than the search.
+_OPTION_CHECKS: dict[str, Any] = {
+    "attention": _boolean,
+    "pace_ms": _integer(0, MAX_PACE_MS),
+    "step_mode": _boolean,
+    "compare_cache": _boolean,
+}
+
+
+def parse_decode(frame: dict[str, Any], limits: Limits) -> DecodeRequest:
+    """A `decode` frame -> DecodeRequest, or ProtocolError naming the first thing wrong."""
+    model = frame.get("model")
+    if not isinstance(model, str) or not model or len(model) > 80:
+        raise ProtocolError("bad_params", "model must be the name of a model (see /models/)")
+    source = frame.get("source")
+    if not isinstance(source, str):
+        raise ProtocolError("bad_params", "source must be a string")
+    if len(source) > limits.max_source_chars:
+        raise ProtocolError(
+            "source_too_long", f"the source has {len(source)} characters; at most {limits.max_source_chars} are allowed"
+        )
+    source = source.strip()
+    if not source:
+        raise ProtocolError("empty_source", "the source is empty: type something to translate")
+    tag = frame.get("tag")
+    if tag is not None and (not isinstance(tag, str) or len(tag) > MAX_TAG_CHARS):
+        raise ProtocolError("bad_params", f"tag must be a string of at most {MAX_TAG_CHARS} characters")
+    checks = _param_checks(limits)
+    params: dict[str, Any] = {"strategy": "greedy"}
+    options: dict[str, Any] = {"attention": False, "pace_ms": 0, "step_mode": False, "compare_cache": False}
+    for key, value in frame.items():
+        if key in ("type", "model", "source", "tag"):
+            continue
+        if key in checks:
+            params[key] = checks[key](key, value)
+        elif key in _OPTION_CHECKS:
+            options[key] = _OPTION_CHECKS[key](key, value)
+        else:
+            known = ", ".join(sorted([*checks, *_OPTION_CHECKS]))
+            raise ProtocolError("bad_params", f"unknown field {str(key)[:40]!r} (known: {known})")
+    _check_together(params)
+    params["capture_attention"] = options["attention"]
+    return DecodeRequest(
+        model=model, source=source, params=params, pace_ms=options["pace_ms"], step_mode=options["step_mode"],
+        compare_cache=options["compare_cache"], tag=tag,
+    )
+
+
+def _check_together(params: dict[str, Any]) -> None:
+    """Rules across fields, so a client hears of them at once instead of from the worker."""
+    beam = params["strategy"] == "beam"
+    n_best = params.get("n_best", 1)
+    if n_best > 1 and not beam:
+        raise ProtocolError("bad_params", "n_best > 1 needs strategy 'beam'")
+    if beam and n_best > params.get("beam_size", 4):
+        raise ProtocolError("bad_params", "n_best cannot exceed beam_size")
+    if "max_len" in params and params.get("min_len", 0) > params["max_len"]:
+        raise ProtocolError("bad_params", "min_len cannot exceed max_len")
+
+
+def parse_target(frame: dict[str, Any]) -> str | None:
+    """The request a `cancel` or `step` frame names (None: every request of this socket)."""
+    target = frame.get("request_id")
+    if target is None:
+        return None
+    if not isinstance(target, str) or not target or len(target) > MAX_ID_CHARS:
+        raise ProtocolError("bad_params", "request_id must be the id a `start` frame gave")
+    return target

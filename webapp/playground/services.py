@@ -1,0 +1,123 @@
+"""Accepting, cancelling and stepping decode requests: checks, per-user limits, hand-off to the worker."""
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from typing import Any
+
+import redis
+from django.conf import settings
+
+from webapp.playground import keys
+from webapp.playground.protocol import Limits, ProtocolError, parse_decode
+from webapp.registry.models import TrainedModel
+from webapp.registry.services import models_visible_to
+
+# Atomically: forget expired entries, refuse over either limit, else record the request.
+# Returns {0} (accepted), {1} (too many running) or {2, seconds until a slot frees} (rate).
+_ADMIT = """
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return {1} end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return {2, tostring(tonumber(oldest[2]) + 60 - now)}
+end
+redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[5]) - now) + 1)
+redis.call('ZADD', KEYS[2], now, ARGV[4])
+redis.call('EXPIRE', KEYS[2], 61)
+return {0}
+"""
+
+
+@functools.lru_cache(maxsize=4)
+def _redis(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+def playground_redis() -> redis.Redis:
+    """The shared client (thread-safe pool) for the playground's control keys."""
+    return _redis(settings.REDIS_URL)
+
+
+def playground_limits() -> Limits:
+    return Limits(max_source_chars=settings.PLAYGROUND_MAX_SOURCE_CHARS, max_tokens=settings.PLAYGROUND_MAX_TOKENS)
+
+
+def decode_submit(*, user: Any, frame: dict[str, Any], reply_channel: str) -> dict[str, Any]:
+    """Check a `decode` frame, count it against the user's limits and queue it; returns the job sent."""
+    request = parse_decode(frame, playground_limits())
+    model = models_visible_to(user).filter(name=request.model).first()
+    if model is None:
+        raise ProtocolError("unknown_model", f"no model named {request.model[:80]!r} is available to you")
+    request_id = uuid.uuid4().hex[:16]
+    now = time.time()
+    deadline = now + settings.PLAYGROUND_MAX_SECONDS
+    _admit(user_id=user.id, request_id=request_id, now=now, expires=deadline + 5)
+    job = {
+        "request_id": request_id,
+        "user_id": user.id,
+        "reply": reply_channel,
+        "model": {"name": model.name, "path": str(model.folder), "hash": model.checkpoint_hash},
+        "source": request.source,
+        "params": request.params,
+        "pace_ms": request.pace_ms,
+        "step_mode": request.step_mode,
+        "compare_cache": request.compare_cache,
+        "tag": request.tag,
+        "max_tokens": settings.PLAYGROUND_MAX_TOKENS,
+        "max_seconds": settings.PLAYGROUND_MAX_SECONDS,
+        "submitted_at": now,
+    }
+    from webapp.playground.tasks import decode
+
+    decode.apply_async(args=[job], queue="interactive")
+    return job
+
+
+def _admit(*, user_id: int, request_id: str, now: float, expires: float) -> None:
+    client = playground_redis()
+    verdict = client.eval(
+        _ADMIT, 2, keys.running_key(user_id), keys.rate_key(user_id), repr(now),
+        settings.PLAYGROUND_MAX_CONCURRENT, settings.PLAYGROUND_REQUESTS_PER_MINUTE, request_id, repr(expires),
+    )
+    if verdict[0] == 1:
+        raise ProtocolError(
+            "too_many_decodes",
+            f"you already have {settings.PLAYGROUND_MAX_CONCURRENT} decodes running: wait for one to end or cancel it",
+        )
+    if verdict[0] == 2:
+        wait = max(1, round(float(verdict[1])))
+        raise ProtocolError(
+            "rate_limited",
+            f"at most {settings.PLAYGROUND_REQUESTS_PER_MINUTE} decodes a minute: try again in {wait} s",
+        )
+
+
+def decode_cancel(*, user_id: int, request_ids: list[str]) -> None:
+    """Ask the worker to stop these requests before their next step, and free the user's slots now."""
+    if not request_ids:
+        return
+    pipe = playground_redis().pipeline(transaction=False)
+    for request_id in request_ids:
+        pipe.set(keys.cancel_key(request_id), "1", ex=keys.CONTROL_TTL_S)
+    pipe.zrem(keys.running_key(user_id), *request_ids)
+    pipe.execute()
+
+
+def decode_step(*, request_ids: list[str]) -> None:
+    """Let each of these step-mode requests take one more step."""
+    pipe = playground_redis().pipeline(transaction=False)
+    for request_id in request_ids:
+        pipe.rpush(keys.step_key(request_id), "1")
+        pipe.expire(keys.step_key(request_id), keys.CONTROL_TTL_S)
+    pipe.execute()
+
+
+def playground_models(user: Any) -> list[TrainedModel]:
+    """The models this user may decode with, the shipped zh-en ones first."""
+    models = list(models_visible_to(user))
+    return sorted(models, key=lambda m: (not m.shipped, m.task != "zh-en", m.name))

@@ -1,0 +1,77 @@
+"""The playground page and its model picker fragment."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+
+from webapp.accounts.permissions import signed_in
+from webapp.playground.examples import examples_for
+from webapp.playground.protocol import MAX_ALTERNATIVES, MAX_BEAMS, MAX_PACE_MS
+from webapp.playground.services import playground_models
+from webapp.registry.models import TrainedModel
+
+
+def _card(model: TrainedModel | None) -> dict[str, Any]:
+    return {"model": model, "examples": examples_for(model.task) if model else []}
+
+
+@signed_in
+def playground(request: HttpRequest) -> HttpResponse:
+    """Type a source, pick a model and a strategy, watch the decoder work token by token."""
+    models = playground_models(request.user)
+    wanted = request.GET.get("model")
+    chosen = next((m for m in models if m.name == wanted), models[0] if models else None)
+    limits = {
+        "max_source_chars": settings.PLAYGROUND_MAX_SOURCE_CHARS, "max_tokens": settings.PLAYGROUND_MAX_TOKENS,
+        "max_beams": MAX_BEAMS, "max_alternatives": MAX_ALTERNATIVES, "max_pace_ms": MAX_PACE_MS,
+    }
+    context = {"models": models, "limits": limits, "strings": _strings(), **_card(chosen)}
+    return render(request, "playground/page.html", context)
+
+
+def _strings() -> dict[str, str]:
+    """Messages the page's script shows, in the reader's language ({name} marks a value filled in)."""
+    return {
+        "ready": _("Ready. Press Run, or Step for one token per click."),
+        "connecting": _("Connecting…"),
+        "reconnecting": _("The connection dropped; reconnecting…"),
+        "queued": _("Sent; waiting for a worker…"),
+        "running": _("Decoding: {n} tokens so far…"),
+        "stepping": _("Step mode: {n} tokens so far. Press Step for the next one."),
+        "done": _("Done: {n} tokens, stopped by {reason}."),
+        "error": _("Error ({code}): {message}"),
+        "reason_eos": _("the end token"),
+        "reason_max_len": _("the token limit"),
+        "reason_cancelled": _("Cancel"),
+        "reason_time_limit": _("the time limit"),
+        "mean": _("mean of the heads"),
+        "head": _("head {n}"),
+        "layer": _("layer {n}"),
+        "step": _("step"),
+        "source": _("source token"),
+        "output": _("output token"),
+        "prefix": _("earlier output position"),
+        "probability": _("probability"),
+        "cache_self": _("self-attention positions"),
+        "cache_cross": _("cross-attention positions"),
+        "with_cache": _("with the cache"),
+        "recompute": _("recomputing the prefix"),
+        "ms": _("ms per step"),
+        "kv_summary": _("{layers} layers × ({self} + {cross} positions) × keys and values = {bytes}"),
+        "first_token": _("first token"),
+        "total": _("decoding time"),
+        "batch": _("requests in the batch"),
+    }
+
+
+@signed_in
+def model_card(request: HttpRequest) -> HttpResponse:
+    """The chosen model's card and example sentences (htmx swaps it in when the picker changes)."""
+    model = next((m for m in playground_models(request.user) if m.name == request.GET.get("model")), None)
+    if model is None:
+        raise Http404("no such model")
+    return render(request, "playground/partials/model_card.html", _card(model))

@@ -1,0 +1,232 @@
+"""The compute side of the loop: admit, cancel, step and time out requests; runs in one thread only."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from modelcore.checkpoint import LoadedModel
+from modelcore.decoding import BeamsEvent, DecodeError, DecodeParams, DoneEvent, Event, StartEvent, TokenEvent
+from webapp.playground.worker import frames
+from webapp.playground.worker.lanes import Job, Lane, Live, Shadow
+
+log = logging.getLogger(__name__)
+
+IDLE_POLL_S = 0.02  # how often cancel/step flags are read while only paced or step-mode requests run
+
+
+@dataclass(frozen=True)
+class Out:
+    """One frame for one request's client."""
+
+    reply: str
+    request_id: str
+    final: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A request that ended, for the loop to free its slot and record why."""
+
+    user_id: int
+    request_id: str
+    reason: str
+    steps: int
+
+
+@dataclass
+class Tick:
+    """What one turn of the loop produced and what it must watch next."""
+
+    out: list[Out] = field(default_factory=list)
+    ended: list[Ended] = field(default_factory=list)
+    extended: list[tuple[int, str, float]] = field(default_factory=list)  # (user, request, slot expiry)
+    live: list[str] = field(default_factory=list)  # request ids to read cancel flags for
+    stepping: list[str] = field(default_factory=list)  # step-mode ids to read step credits for
+    wake_in: float | None = None  # seconds until the next turn is needed (None: when a job comes)
+
+
+Admission = tuple[Job, LoadedModel | Exception]
+
+
+class Batcher:
+    """Every live request of this worker process, in lanes: one shared lane per model, private ones."""
+
+    def __init__(self) -> None:
+        self.shared: dict[tuple[str, str], Lane] = {}
+        self.private: list[Lane] = []
+        self.live: dict[str, Live] = {}
+
+    def tick(
+        self, *, jobs: list[Admission], cancels: set[str], credits: dict[str, int], now: float | None = None
+    ) -> Tick:
+        """Admit new jobs, apply cancels, step credits and time limits, step every lane that is due."""
+        tick = Tick()
+        wall = time.time() if now is None else now
+        mono = time.monotonic()
+        for job, loaded in jobs:
+            self._admit(job, loaded, wall, tick)
+        for request_id in cancels & set(self.live):
+            self._stop(request_id, "cancelled", tick)
+        for request_id, count in credits.items():
+            live = self.live.get(request_id)
+            if live is not None and count:
+                live.credits += count
+                live.deadline = wall + live.job.max_seconds
+                tick.extended.append((live.job.user_id, request_id, live.deadline + 5))
+        for request_id in [rid for rid, live in self.live.items() if wall > live.deadline]:
+            self._stop(request_id, "time_limit", tick)
+        for lane in [*self.shared.values(), *self.private]:
+            if lane.due(mono):
+                self._step(lane, mono, tick)
+        self._drop_empty_lanes()
+        self._watch(mono, tick)
+        return tick
+
+    def stop_all(self, code: str, message: str) -> Tick:
+        """End every request with an error frame (the worker is going away)."""
+        tick = Tick()
+        for request_id, live in list(self.live.items()):
+            self._error(live.job, code, message, tick)
+            self._forget(request_id, tick, "error", 0)
+        self.shared.clear()
+        self.private.clear()
+        return tick
+
+    # -- joining ----------------------------------------------------------------------------------
+
+    def _admit(self, job: Job, loaded: LoadedModel | Exception, wall: float, tick: Tick) -> None:
+        if isinstance(loaded, Exception):
+            self._error(job, "model_unavailable", f"the worker could not load {job.model_name}: {loaded}", tick)
+            tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
+            return
+        try:
+            src_ids = loaded.src_tokenizer.encode(job.source)
+            if len(src_ids) > loaded.config.max_len:
+                raise _Refused("source_too_long",
+                               f"the source has {len(src_ids)} tokens; {job.model_name} takes at most {loaded.config.max_len}")
+            params = _params(job, loaded, len(src_ids))
+            lane = self._lane_for(job, loaded)
+            start = lane.decoder.add(job.request_id, src_ids, params)
+        except _Refused as refused:
+            self._error(job, refused.code, str(refused), tick)
+            tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
+            return
+        except DecodeError as error:
+            self._error(job, "bad_request", str(error), tick)
+            tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
+            return
+        live = Live(job=job, lane=lane, deadline=job.submitted_at + job.max_seconds, admitted_at=wall)
+        if job.compare_cache:
+            live.shadow = Shadow(loaded, src_ids, start.max_len)
+        lane.live[job.request_id] = live
+        self.live[job.request_id] = live
+        self._emit(job, self._start_frame(start, job, loaded), tick)
+
+    def _lane_for(self, job: Job, loaded: LoadedModel) -> Lane:
+        if job.private:
+            lane = Lane(loaded, pace_s=0.0 if job.step_mode else job.pace_ms / 1000, step_mode=job.step_mode)
+            self.private.append(lane)
+            return lane
+        key = (str(loaded.path), loaded.checkpoint_hash)
+        if key not in self.shared:
+            self.shared[key] = Lane(loaded)
+        return self.shared[key]
+
+    @staticmethod
+    def _start_frame(start: StartEvent, job: Job, loaded: LoadedModel) -> dict:
+        options = {"tag": job.tag, "step_mode": job.step_mode, "pace_ms": job.pace_ms}
+        return frames.start_frame(start, model_name=job.model_name, loaded=loaded, options=options)
+
+    # -- stepping ----------------------------------------------------------------------------------
+
+    def _step(self, lane: Lane, mono: float, tick: Tick) -> None:
+        try:
+            events, step_ms, rows = lane.step(mono)
+        except Exception:  # a failing step must not take the other lanes or the loop down
+            log.exception("decoding step failed on %s", lane.loaded.path)
+            for request_id, live in list(lane.live.items()):
+                self._error(live.job, "internal", "the decoder failed on this step; try again", tick)
+                self._forget(request_id, tick, "error", 0)
+            lane.live.clear()
+            return
+        for event in events:
+            live = self.live.get(_request_id(event))
+            if live is None:
+                continue
+            self._on_event(live, event, step_ms, rows, tick)
+
+    def _on_event(self, live: Live, event: Event, step_ms: float, rows: int, tick: Tick) -> None:
+        if isinstance(event, TokenEvent | BeamsEvent):
+            if live.first_token_ms is None:
+                live.first_token_ms = round((time.time() - live.job.submitted_at) * 1000, 3)
+            if live.shadow is not None:
+                live.shadow.follow(event)
+            frame = frames.step_frame(event, step_ms=step_ms, batch_rows=rows, recompute_ms=live.pending_recompute_ms)
+            self._emit(live.job, frame, tick)
+        elif isinstance(event, DoneEvent):
+            self._finish(live, event, None, tick)
+
+    def _stop(self, request_id: str, reason: str, tick: Tick) -> None:
+        live = self.live[request_id]
+        done = live.lane.decoder.cancel(request_id)
+        self._finish(live, done, reason, tick)
+
+    def _finish(self, live: Live, done: DoneEvent, reason: str | None, tick: Tick) -> None:
+        queue_ms = (live.admitted_at - live.job.submitted_at) * 1000
+        frame = frames.done_frame(done, reason=reason, queue_ms=queue_ms, first_token_ms=live.first_token_ms)
+        self._emit(live.job, frame, tick, final=True)
+        self._forget(live.job.request_id, tick, frame["reason"], done.steps)
+
+    def _forget(self, request_id: str, tick: Tick, reason: str, steps: int) -> None:
+        live = self.live.pop(request_id)
+        live.lane.live.pop(request_id, None)
+        tick.ended.append(Ended(live.job.user_id, request_id, reason, steps))
+
+    def _drop_empty_lanes(self) -> None:
+        self.private = [lane for lane in self.private if lane.live]
+        for key in [key for key, lane in self.shared.items() if not lane.live]:
+            del self.shared[key]  # its KV cache goes with it; a new lane costs only an allocation
+
+    def _watch(self, mono: float, tick: Tick) -> None:
+        tick.live = list(self.live)
+        tick.stepping = [rid for rid, live in self.live.items() if live.job.step_mode]
+        if not self.live:
+            tick.wake_in = None
+        elif any(lane.live for lane in self.shared.values()):
+            tick.wake_in = 0.0
+        else:
+            waits = [w for lane in self.private if (w := lane.wait_s(mono)) is not None]
+            tick.wake_in = min([IDLE_POLL_S, *waits])
+
+    # -- frames ------------------------------------------------------------------------------------
+
+    def _emit(self, job: Job, frame: dict, tick: Tick, *, final: bool = False) -> None:
+        tick.out.append(Out(job.reply, job.request_id, final, frames.dumps(frame)))
+
+    def _error(self, job: Job, code: str, message: str, tick: Tick) -> None:
+        frame = frames.error_frame(code, message, request_id=job.request_id, tag=job.tag)
+        tick.out.append(Out(job.reply, job.request_id, True, frames.dumps(frame)))
+
+
+class _Refused(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _request_id(event: Event) -> str:
+    return event.request_id  # type: ignore[attr-defined]
+
+
+def _params(job: Job, loaded: LoadedModel, src_len: int) -> DecodeParams:
+    """The request's parameters with the token cap applied: never past the model's positions or the setting."""
+    limit = loaded.config.max_len - 1  # position 0 holds <bos>
+    wanted = job.params.get("max_len") or 2 * src_len + 10
+    max_len = max(1, min(wanted, job.max_tokens, limit))
+    min_len = min(job.params.get("min_len", 0), max_len)
+    try:
+        return DecodeParams.from_dict({**job.params, "max_len": max_len, "min_len": min_len})
+    except (DecodeError, TypeError) as error:
+        raise _Refused("bad_params", str(error)) from None

@@ -1,0 +1,139 @@
+"""Requests in flight and the lanes that step them.
+
+A lane is one modelcore BatchDecoder. Full-speed requests on the same model share one lane,
+so they advance together, one batched step for all (continuous batching). A paced or
+step-mode request has a lane of its own: the engine steps every request of a batch at once,
+so a request that must wait between tokens cannot sit in a batch that must not.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from modelcore.checkpoint import LoadedModel
+from modelcore.decoding import BatchDecoder, BeamsEvent, Event, RecomputeStepper, TokenEvent, open_decoder
+from modelcore.tokenization import BOS_ID
+
+
+@dataclass(frozen=True)
+class Job:
+    """One decode request as the socket queued it (see services.decode_submit).
+
+    `reply` is the consumer's channel name, or "group:<name>" to reach a channel-layer group.
+    """
+
+    request_id: str
+    user_id: int
+    reply: str
+    model_name: str
+    model_path: str
+    model_hash: str
+    source: str
+    params: dict[str, Any]  # DecodeParams keyword arguments, checked by the socket
+    pace_ms: int
+    step_mode: bool
+    compare_cache: bool
+    tag: str | None
+    max_tokens: int
+    max_seconds: float
+    submitted_at: float  # time.time() when the socket accepted it
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Job:
+        model = data["model"]
+        return cls(
+            request_id=str(data["request_id"]), user_id=int(data["user_id"]), reply=str(data["reply"]),
+            model_name=str(model["name"]), model_path=str(model["path"]), model_hash=str(model.get("hash", "")),
+            source=str(data["source"]), params=dict(data.get("params") or {}), pace_ms=int(data.get("pace_ms", 0)),
+            step_mode=bool(data.get("step_mode", False)), compare_cache=bool(data.get("compare_cache", False)),
+            tag=data.get("tag"), max_tokens=int(data["max_tokens"]), max_seconds=float(data["max_seconds"]),
+            submitted_at=float(data["submitted_at"]),
+        )
+
+    @property
+    def private(self) -> bool:
+        """Paced and step-mode requests wait between tokens: they get a lane of their own."""
+        return self.step_mode or self.pace_ms > 0
+
+
+class Shadow:
+    """The same request decoded again without a KV cache, only to time each step against the cached one."""
+
+    def __init__(self, loaded: LoadedModel, src_ids: list[int], max_len: int) -> None:
+        self.stepper = RecomputeStepper(loaded.model)
+        device = next(loaded.model.parameters()).device
+        self.device = device
+        with torch.inference_mode():
+            self.stepper.add_sources([src_ids], max_len)
+        self.feed = [BOS_ID]
+
+    def step(self) -> float:
+        """Recompute this step's logits from the whole prefix; returns its milliseconds."""
+        started = time.perf_counter()
+        with torch.inference_mode():
+            self.stepper.step(torch.tensor(self.feed, device=self.device))
+        return (time.perf_counter() - started) * 1000
+
+    def follow(self, event: Event) -> None:
+        """Feed next step what the cached decoder chose (beams: reordered as the search kept them)."""
+        if isinstance(event, TokenEvent):
+            self.feed = [event.id]
+        elif isinstance(event, BeamsEvent):
+            self.stepper.select([beam.parent for beam in event.beams])
+            self.feed = [beam.id for beam in event.beams]
+
+
+@dataclass
+class Live:
+    """A request that has started and not yet ended."""
+
+    job: Job
+    lane: Lane
+    deadline: float  # time.time() past which it is stopped (step mode: pushed back by each step)
+    admitted_at: float
+    shadow: Shadow | None = None
+    credits: int = 0  # step mode: `step` frames not yet used
+    first_token_ms: float | None = None
+    pending_recompute_ms: float | None = None
+
+
+class Lane:
+    """One BatchDecoder and the requests it steps; `pace_s` and `step_mode` for a private lane."""
+
+    def __init__(self, loaded: LoadedModel, *, pace_s: float = 0.0, step_mode: bool = False) -> None:
+        self.loaded = loaded
+        self.decoder: BatchDecoder = open_decoder(loaded)
+        self.pace_s = pace_s
+        self.step_mode = step_mode
+        self.next_due = 0.0  # time.monotonic() of a paced lane's next step
+        self.live: dict[str, Live] = {}
+
+    def due(self, now: float) -> bool:
+        if not self.live:
+            return False
+        if self.step_mode:
+            return any(live.credits > 0 for live in self.live.values())
+        return now >= self.next_due
+
+    def wait_s(self, now: float) -> float | None:
+        """Seconds until this lane can step on its own (None: only a `step` frame can make it)."""
+        if not self.live or self.step_mode:
+            return None
+        return max(0.0, self.next_due - now)
+
+    def step(self, now: float) -> tuple[list[Event], float, int]:
+        """One step of every request here: events, milliseconds, rows stepped."""
+        rows = self.decoder.stepper.rows
+        for live in self.live.values():
+            live.pending_recompute_ms = live.shadow.step() if live.shadow is not None else None
+        started = time.perf_counter()
+        events = self.decoder.step()
+        step_ms = (time.perf_counter() - started) * 1000
+        for live in self.live.values():
+            live.credits = max(0, live.credits - 1) if self.step_mode else live.credits
+        if self.pace_s:
+            self.next_due = now + self.pace_s
+        return events, step_ms, rows

@@ -1,0 +1,213 @@
+"""One decoding loop per worker process: requests join and leave its batch between steps.
+
+Two threads: the loop thread runs an asyncio event loop that waits for jobs, reads the
+cancel/step flags from Redis and sends frames through the channel layer (one event loop for
+every frame); the compute thread runs the Batcher, so that the frames of one step are on
+their way while the next step computes. Celery tasks only hand jobs in (submit) and return.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import redis.asyncio as aioredis
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from modelcore.checkpoint import LoadedModel
+from webapp.playground import keys
+from webapp.playground.worker.batcher import Admission, Batcher, Out, Tick
+from webapp.playground.worker.lanes import Job
+from webapp.playground.worker.warm import WarmModels
+
+log = logging.getLogger(__name__)
+
+ENDED_TTL_S = 300
+MAX_CREDITS_READ = 100
+
+
+class DecodeLoop:
+    """The process's batching loop; start() is idempotent and submit() starts it when needed."""
+
+    def __init__(self, warm: WarmModels) -> None:
+        self.warm = warm
+        self.batcher = Batcher()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._inbox: asyncio.Queue[Admission | None] | None = None
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    # -- from Celery task threads -----------------------------------------------------------------
+
+    def submit(self, data: dict[str, Any]) -> None:
+        """Queue one job (the model is loaded here, in the caller's thread, so the loop never waits on it)."""
+        job = Job.from_dict(data)
+        loaded: LoadedModel | Exception
+        try:
+            loaded = self.warm.get(job.model_path, job.model_hash)
+        except Exception as error:  # reported to the client as `model_unavailable`
+            log.exception("could not load %s", job.model_path)
+            loaded = error
+        self.start()
+        assert self._loop is not None and self._inbox is not None
+        self._loop.call_soon_threadsafe(self._inbox.put_nowait, (job, loaded))
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._ready.clear()
+            self._stopping = False
+            self._thread = threading.Thread(target=self._run, name="playground-loop", daemon=True)
+            self._thread.start()
+        self._ready.wait(timeout=30)
+
+    def stop(self, timeout: float = 10) -> None:
+        """Tell every running request the worker is stopping, send that, and end the thread."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None or not thread.is_alive():
+            return
+        self._stopping = True
+        assert self._inbox is not None
+        loop.call_soon_threadsafe(self._inbox.put_nowait, None)
+        thread.join(timeout)
+
+    # -- the loop thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._inbox = asyncio.Queue()
+        outbox: asyncio.Queue[Tick | None] = asyncio.Queue()
+        client = aioredis.Redis.from_url(settings.REDIS_URL)
+        compute = ThreadPoolExecutor(1, thread_name_prefix="playground-compute")
+        sender = asyncio.create_task(self._send_forever(outbox, client))
+        self._ready.set()
+        tick = Tick()
+        try:
+            while not self._stopping:
+                try:
+                    jobs = await self._collect(tick.wake_in)
+                    cancels, credits = await self._read_control(client, tick)
+                    call = functools.partial(self.batcher.tick, jobs=jobs, cancels=cancels, credits=credits)
+                    tick = await self._loop.run_in_executor(compute, call)
+                    if tick.out or tick.ended or tick.extended:
+                        outbox.put_nowait(tick)
+                except Exception:  # keep serving: one bad turn must not end every student's decode
+                    log.exception("playground loop turn failed")
+                    tick = Tick(wake_in=0.05)
+            last = await self._loop.run_in_executor(
+                compute, self.batcher.stop_all, "worker_stopping", "the worker is shutting down; try again"
+            )
+            outbox.put_nowait(last)
+        finally:
+            outbox.put_nowait(None)
+            await sender
+            compute.shutdown(wait=False)
+            await client.aclose()
+
+    async def _collect(self, wake_in: float | None) -> list[Admission]:
+        """The jobs waiting now; when nothing needs a turn yet, wait up to wake_in (None: for the next job)."""
+        assert self._inbox is not None
+        jobs: list[Admission] = []
+        if self._inbox.empty() and wake_in != 0:
+            try:
+                first = await asyncio.wait_for(self._inbox.get(), timeout=wake_in)
+            except TimeoutError:
+                return jobs
+            if first is not None:
+                jobs.append(first)
+        while not self._inbox.empty():
+            item = self._inbox.get_nowait()
+            if item is not None:
+                jobs.append(item)
+        return jobs
+
+    async def _read_control(self, client: aioredis.Redis, tick: Tick) -> tuple[set[str], dict[str, int]]:
+        """Cancel flags of every live request and step credits of step-mode ones, in one round trip."""
+        if not tick.live:
+            return set(), {}
+        pipe = client.pipeline(transaction=False)
+        pipe.mget([keys.cancel_key(rid) for rid in tick.live])
+        for rid in tick.stepping:
+            pipe.lpop(keys.step_key(rid), MAX_CREDITS_READ)
+        flags, *popped = await pipe.execute()
+        cancels = {rid for rid, flag in zip(tick.live, flags, strict=True) if flag is not None}
+        credits = {rid: len(items) for rid, items in zip(tick.stepping, popped, strict=True) if items}
+        return cancels, credits
+
+    async def _send_forever(self, outbox: asyncio.Queue[Tick | None], client: aioredis.Redis) -> None:
+        """Send each turn's frames in order (requests side by side), then record ended requests."""
+        layer = get_channel_layer()
+        while (tick := await outbox.get()) is not None:
+            try:
+                by_request: dict[str, list[Out]] = defaultdict(list)
+                for out in tick.out:
+                    by_request[out.request_id].append(out)
+                await asyncio.gather(*(_send_in_order(layer, outs) for outs in by_request.values()))
+                if tick.ended or tick.extended:
+                    await _record(client, tick)
+            except Exception:
+                log.exception("playground frames could not be sent")
+
+
+async def _send_in_order(layer: Any, outs: list[Out]) -> None:
+    for out in outs:
+        message = {"type": "playground.frame", "request_id": out.request_id, "final": out.final, "text": out.text}
+        if out.reply.startswith("group:"):
+            await layer.group_send(out.reply[len("group:"):], message)
+        else:
+            await layer.send(out.reply, message)
+
+
+async def _record(client: aioredis.Redis, tick: Tick) -> None:
+    """Free ended requests' slots, note why they ended, push back step-mode slots that moved."""
+    pipe = client.pipeline(transaction=False)
+    for ended in tick.ended:
+        pipe.zrem(keys.running_key(ended.user_id), ended.request_id)
+        pipe.set(keys.ended_key(ended.request_id), json.dumps({"reason": ended.reason, "steps": ended.steps}),
+                 ex=ENDED_TTL_S)
+        pipe.delete(keys.cancel_key(ended.request_id), keys.step_key(ended.request_id))
+    for user_id, request_id, expires in tick.extended:
+        pipe.zadd(keys.running_key(user_id), {request_id: expires}, xx=True)
+    await pipe.execute()
+
+
+@functools.lru_cache(maxsize=1)
+def decode_loop() -> DecodeLoop:
+    """This process's loop (created on first use; a forked child builds its own)."""
+    return DecodeLoop(WarmModels(settings.PLAYGROUND_WARM_MODELS, settings.MODELCORE_DEVICE))
+
+
+def warm_up(loop: DecodeLoop, paths: list[str]) -> list[str]:
+    """Load these model folders and run two steps on each, so the first student waits for neither."""
+    from pathlib import Path
+
+    from modelcore.checkpoint import WEIGHTS_FILE, file_hash
+    from modelcore.decoding import DecodeParams, decode_stream
+
+    warmed = []
+    for path in paths:
+        started = time.perf_counter()
+        try:
+            loaded = loop.warm.get(path, file_hash(Path(path) / WEIGHTS_FILE))
+            for _ in decode_stream(loaded, [4, 5, 6], DecodeParams(max_len=2, capture_attention=True)):
+                pass
+        except Exception:  # a broken shipped folder must not keep the worker from serving the others
+            log.exception("could not preload %s", path)
+            continue
+        warmed.append(path)
+        log.info("playground: %s warm (%.0f ms)", path, (time.perf_counter() - started) * 1000)
+    loop.start()
+    return warmed

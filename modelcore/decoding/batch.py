@@ -86,6 +86,7 @@ class BatchDecoder:
         self.device = next(model.parameters()).device
         self._vocab = _vocabulary(tgt_tokenizer, self.config.tgt_vocab_size)
         self._banned = torch.tensor([PAD_ID, BOS_ID], device=self.device)  # framing, never output
+        self._banned_and_eos = torch.tensor([PAD_ID, BOS_ID, EOS_ID], device=self.device)  # before min_len
         self._requests: list[_Request] = []
 
     @property
@@ -182,12 +183,16 @@ class BatchDecoder:
         self.stepper.capture = any(r.params.capture_attention for r in requests)
         feed = [t for r in requests for t in r.feed]
         logits = self.stepper.step(torch.tensor(feed, device=self.device))  # (B, V)
-        logits.index_fill_(1, self._banned, float("-inf"))
-        row = 0
-        for r in requests:
-            if r.step < r.params.min_len:
-                logits[row : row + r.rows, EOS_ID] = float("-inf")
-            row += r.rows
+        too_short = [r.step < r.params.min_len for r in requests]
+        if all(too_short):  # one fill for the common case: no row may end yet
+            logits.index_fill_(1, self._banned_and_eos, float("-inf"))
+        else:
+            logits.index_fill_(1, self._banned, float("-inf"))
+            row = 0
+            for r, short in zip(requests, too_short, strict=True):
+                if short:
+                    logits[row : row + r.rows, EOS_ID] = float("-inf")
+                row += r.rows
         logp = logits.log_softmax(-1)  # (B, V)
         width = max([r.params.top_alternatives for r in requests] + [1])
         top_logp, top_ids = (t.tolist() for t in logp.topk(width))

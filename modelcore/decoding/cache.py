@@ -173,11 +173,11 @@ class KVCache:
     def write(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store this step's k, v (B, h, 1, d_k) of one layer; return all cached keys, values (B, h, T, d_k)."""
         t = self._uniform
-        if t is not None:
+        if t is not None:  # narrow + copy_: the cheapest way to write in place, one dispatch each
             row_k, row_v = self._row_k[layer], self._row_v[layer]
-            row_k[:, :, t : t + 1] = k
-            row_v[:, :, t : t + 1] = v
-            return row_k[:, :, : t + 1], row_v[:, :, : t + 1]
+            row_k.narrow(2, t, 1).copy_(k)
+            row_v.narrow(2, t, 1).copy_(v)
+            return row_k.narrow(2, 0, t + 1), row_v.narrow(2, 0, t + 1)
         positions = self.positions()
         row_k, row_v = self._row_k[layer], self._row_v[layer]
         row_k[self._row_index, :, positions] = k[:, :, 0]

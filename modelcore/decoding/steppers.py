@@ -131,9 +131,9 @@ class CachedStepper:
 
     def _self_attention_block(self, index: int, lw: LayerWeights, x: Tensor, mask: Tensor | None) -> Tensor:
         B, h, d_k = x.size(0), self.w.n_heads, self.w.d_k
-        qkv = torch.addmm(lw.b_qkv, x, lw.w_qkv).view(B, 3, h, 1, d_k)
-        k, v = self.cache.write(index, qkv[:, 1], qkv[:, 2])  # (B, h, T, d_k) each
-        out = self._attend(qkv[:, 0], k, v, mask, self._self_rows)  # (B, h, 1, d_k)
+        q, k, v = torch.addmm(lw.b_qkv, x, lw.w_qkv).view(B, 3, h, 1, d_k).unbind(1)  # (B, h, 1, d_k) each
+        k, v = self.cache.write(index, k, v)  # (B, h, T, d_k) each
+        out = self._attend(q, k, v, mask, self._self_rows)  # (B, h, 1, d_k)
         return torch.addmm(lw.b_self_out, out.view(B, h * d_k), lw.w_self_out)  # (B, d_model)
 
     def _cross_attention_block(self, index: int, lw: LayerWeights, x: Tensor) -> Tensor:

@@ -1,0 +1,92 @@
+// One training job, live: the server's snapshot first, then each step, log line and status change
+// from /ws/training/<id>/. Steps at or below the last one drawn are skipped, so a reconnect never doubles a point.
+const root = document.getElementById("job");
+const jobId = root.dataset.job;
+const FINAL = new Set(["succeeded", "failed", "cancelled"]);
+const EVAL_KEYS = ["exact_match", "token_accuracy", "bleu"];
+const el = (id) => document.querySelector(`[data-testid="${id}"]`);
+let lastStep = 0;
+let status = null;
+
+const lossLayout = { margin: { t: 10 }, xaxis: { title: { text: "step" } }, yaxis: { title: { text: "loss" } },
+                     legend: { orientation: "h" } };
+const evalLayout = { margin: { t: 10 }, xaxis: { title: { text: "step" } }, yaxis: { range: [0, 1.05] },
+                     legend: { orientation: "h" } };
+const plotConfig = { responsive: true, displaylogo: false };
+
+function evalValue(row, key) {
+  return key === "bleu" ? row.bleu / 100 : row[key];  // BLEU is 0..100; the plot shares the 0..1 axis
+}
+
+function drawSnapshot(snapshot) {
+  const history = snapshot.history || [];
+  Plotly.react("loss-plot", [{ name: "loss", mode: "lines", x: history.map((p) => p.step), y: history.map((p) => p.loss) }],
+               lossLayout, plotConfig);
+  const evals = snapshot.evals || [];
+  Plotly.react("eval-plot", EVAL_KEYS.map((key) => ({
+    name: key === "bleu" ? "BLEU / 100" : key, mode: "lines+markers",
+    x: evals.map((row) => row.step), y: evals.map((row) => evalValue(row, key)),
+  })), evalLayout, plotConfig);
+  lastStep = history.length ? history[history.length - 1].step : 0;
+  document.getElementById("log").textContent = (snapshot.log || []).join("\n");
+  setProgress(snapshot.step, snapshot.steps);
+  setStatus(snapshot.status, snapshot);
+}
+
+function setProgress(step, steps) {
+  const percent = status === "succeeded" ? 100 : Math.floor((100 * step) / Math.max(steps, 1));
+  const bar = el(`progress-${jobId}`);
+  bar.setAttribute("aria-valuenow", String(percent));
+  bar.firstElementChild.style.width = `${percent}%`;
+  el(`percent-${jobId}`).textContent = `${percent} %`;
+  el("step").textContent = String(step);
+}
+
+function setStatus(next, frame) {
+  const badge = el(`status-${jobId}`);
+  const changed = status !== null && status !== next;
+  status = next;
+  badge.dataset.status = next;
+  badge.className = `badge status-${next}`;
+  badge.textContent = next;
+  if (frame.error) {
+    el("error").textContent = frame.error;
+    el("error").hidden = false;
+  }
+  // A finished job's page shows its model link and the Retry button: the server draws those.
+  if (changed && (FINAL.has(next) || next === "queued")) setTimeout(() => location.reload(), 400);
+}
+
+function onStep(frame) {
+  if (frame.step <= lastStep) return;
+  lastStep = frame.step;
+  Plotly.extendTraces("loss-plot", { x: [[frame.step]], y: [[frame.loss]] }, [0]);
+  if (frame.eval) {
+    Plotly.extendTraces("eval-plot", { x: EVAL_KEYS.map(() => [frame.step]), y: EVAL_KEYS.map((k) => [evalValue(frame.eval, k)]) },
+                        EVAL_KEYS.map((_, i) => i));
+  }
+  setProgress(frame.step, frame.steps);
+}
+
+function appendLog(line) {
+  const log = document.getElementById("log");
+  const atBottom = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+  log.textContent += (log.textContent ? "\n" : "") + line;
+  if (atBottom) log.scrollTop = log.scrollHeight;
+}
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  const socket = new WebSocket(scheme + location.host + root.dataset.socket);
+  socket.onmessage = (event) => {
+    const frame = JSON.parse(event.data);
+    if (frame.type === "snapshot") drawSnapshot(frame);
+    else if (frame.type === "step") onStep(frame);
+    else if (frame.type === "log") appendLog(frame.line);
+    else if (frame.type === "status") setStatus(frame.status, frame);
+  };
+  socket.onclose = () => { if (!FINAL.has(status)) setTimeout(connect, 2000); };
+}
+
+drawSnapshot(JSON.parse(document.getElementById("job-snapshot").textContent));
+if (!FINAL.has(status)) connect();

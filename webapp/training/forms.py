@@ -1,0 +1,110 @@
+"""The job form (every field within bounds, each mistake beside its field) and the corpus upload form."""
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.template.defaultfilters import filesizeformat
+from django.utils.translation import gettext_lazy as _
+
+from modelcore.tasks import TASK_NAMES
+from modelcore.training.schedule import SCHEDULES
+from webapp.training.models import Dataset
+from webapp.training.spec import train_config_dict
+
+
+def _int(label: str, initial: int, low: int, high: int, help_text: str = "") -> forms.IntegerField:
+    return forms.IntegerField(label=label, initial=initial, min_value=low, max_value=high, help_text=help_text)
+
+
+class JobForm(forms.Form):
+    """What to train and how: data, architecture, optimisation."""
+
+    task = forms.ChoiceField(label=_("Task"), required=False, choices=[("", "—")] + [(t, t) for t in TASK_NAMES],
+                             help_text=_("A built-in task, or leave empty and pick an uploaded corpus."))
+    dataset = forms.ModelChoiceField(label=_("Uploaded corpus"), required=False, queryset=Dataset.objects.all(),
+                                     empty_label="—")
+    layers = _int(_("Layers (encoder and decoder each)"), 2, 1, 12)
+    d_model = _int(_("d_model"), 64, 8, 1024, _("Width of every layer; a multiple of the number of heads."))
+    n_heads = _int(_("Heads"), 4, 1, 16)
+    d_ff = _int(_("d_ff"), 256, 8, 8192, _("Width of the feed-forward sublayer (the paper: 4 × d_model)."))
+    norm_position = forms.ChoiceField(label=_("Norm position"), initial="pre", choices=[
+        ("post", _("Post-LN: x = LN(x + F(x)), the 2017 paper")),
+        ("pre", _("Pre-LN: x = x + F(LN(x)), one final norm per stack")),
+    ])
+    norm = forms.ChoiceField(label=_("Norm type"), initial="layernorm",
+                             choices=[("layernorm", "LayerNorm"), ("rmsnorm", "RMSNorm")])
+    residual = forms.BooleanField(label=_("Residual connections"), initial=True, required=False,
+                                  help_text=_("Off only to see what the model loses without them."))
+    dropout = forms.FloatField(label=_("Dropout"), initial=0.1, min_value=0.0, max_value=0.5)
+    steps = _int(_("Steps"), 2000, 1, 500_000)
+    batch_size = _int(_("Batch size (sentence pairs)"), 64, 1, 1024)
+    schedule = forms.ChoiceField(label=_("Learning-rate schedule"), initial="noam", choices=[
+        ("noam", _("Warmup, then 1/√step decay (the paper)")), ("constant", _("Constant")),
+    ])
+    warmup_steps = _int(_("Warmup steps"), 400, 1, 100_000)
+    lr_factor = forms.FloatField(label=_("Rate factor (warmup schedule)"), initial=1.0, min_value=0.01, max_value=10.0)
+    lr = forms.FloatField(label=_("Learning rate (constant schedule)"), initial=1e-3, min_value=1e-6, max_value=1.0)
+    seed = _int(_("Seed"), 0, 0, 2**31 - 1)
+    checkpoint_every = _int(_("Checkpoint every (steps)"), 200, 1, 100_000,
+                            _("A killed worker loses at most this many steps."))
+    eval_every = _int(_("Validate every (steps, 0: only at the end)"), 500, 0, 100_000)
+
+    ARCHITECTURE = ("layers", "d_model", "n_heads", "d_ff", "norm_position", "norm", "residual", "dropout")
+    OPTIMISATION = ("steps", "batch_size", "schedule", "warmup_steps", "lr_factor", "lr", "seed", "checkpoint_every",
+                    "eval_every")
+
+    def architecture_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self.ARCHITECTURE]
+
+    def optimisation_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self.OPTIMISATION]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        task, dataset = data.get("task"), data.get("dataset")
+        if task and dataset:
+            self.add_error("dataset", _("Choose a task or a corpus, not both."))
+        elif not task and not dataset and "dataset" not in self.errors:
+            self.add_error("task", _("Choose a task or an uploaded corpus."))
+        d_model, n_heads = data.get("d_model"), data.get("n_heads")
+        if d_model and n_heads and d_model % n_heads:
+            self.add_error("n_heads", _("d_model (%(d)s) must be a multiple of the number of heads.") % {"d": d_model})
+        if data.get("schedule") not in SCHEDULES:
+            self.add_error("schedule", _("Unknown schedule."))
+        return data
+
+    def train_config(self) -> dict[str, Any]:
+        """The TrainConfig fields of the job this form describes (call after is_valid)."""
+        data = self.cleaned_data
+        return train_config_dict(
+            layers=data["layers"], d_model=data["d_model"], n_heads=data["n_heads"], d_ff=data["d_ff"],
+            norm_position=data["norm_position"], norm=data["norm"], residual=data["residual"],
+            dropout=data["dropout"], steps=data["steps"], batch_size=data["batch_size"], schedule=data["schedule"],
+            warmup_steps=data["warmup_steps"], lr=data["lr"], lr_factor=data["lr_factor"], seed=data["seed"],
+            checkpoint_every=data["checkpoint_every"], eval_every=data["eval_every"],
+        )
+
+
+class DatasetForm(forms.Form):
+    """A TSV corpus: one source<TAB>target pair a line, UTF-8."""
+
+    name = forms.SlugField(label=_("Name"), max_length=60, help_text=_("Letters, digits, - and _."))
+    file = forms.FileField(label=_("TSV file"))
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if Dataset.objects.filter(name=name).exists():
+            raise forms.ValidationError(_("A corpus named %(name)s exists already.") % {"name": name})
+        return name
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        limit = settings.TRAINING_UPLOAD_MAX_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                _("The file is %(size)s; the limit is %(limit)s.")
+                % {"size": filesizeformat(upload.size), "limit": filesizeformat(limit)}
+            )
+        return upload

@@ -1,0 +1,60 @@
+"""Celery side of training jobs: the task, and what a training worker does when it starts and stops."""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from celery.signals import worker_ready, worker_shutting_down
+from django.db import connection
+
+from webapp.celery import TrainingTask, app
+from webapp.training.runner import job_run
+from webapp.training.services import jobs_preempt, jobs_recover
+
+log = logging.getLogger(__name__)
+QUEUE = "training"
+
+
+@app.task(name="webapp.training.run_job", base=TrainingTask, bind=True)
+def run_job(self: Any, job_id: int, seen_lease: str | None = None) -> str:
+    """Run or resume one training job (acknowledged only when it ends; re-queued if the worker dies)."""
+    return job_run(job_id=job_id, seen_lease=seen_lease, worker=self.request.hostname or "")
+
+
+def _consumes_training(consumer: Any) -> bool:
+    queues = getattr(getattr(consumer, "task_consumer", None), "queues", None) or []
+    return any(getattr(queue, "name", None) == QUEUE for queue in queues)
+
+
+@worker_ready.connect
+def recover_unfinished_jobs(sender: Any = None, **_: Any) -> None:
+    """A training worker starting (after a crash or a deploy) sends unfinished jobs again."""
+    if _consumes_training(sender):
+        try:
+            jobs_recover()
+        finally:
+            connection.close()
+
+
+@worker_shutting_down.connect
+def checkpoint_running_jobs(sender: str = "", how: str = "", **_: Any) -> None:
+    """On a warm shutdown, runs on this worker checkpoint and queue themselves again.
+
+    Called inside a signal handler, so the database is touched from a fresh thread (never from the
+    interrupted code's connection).
+    """
+    if how != "Warm":
+        return
+
+    def flag() -> None:
+        try:
+            count = jobs_preempt(worker=sender)
+            if count:
+                log.info("asked %d training runs on %s to checkpoint and requeue", count, sender)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=flag, name="training-preempt")
+    thread.start()
+    thread.join(10)

@@ -6,9 +6,11 @@ from django.urls import path
 from webapp.core.consumers import NotifyConsumer
 from webapp.experiments.consumers import ExperimentSocket
 from webapp.playground.consumers import DecodeConsumer
+from webapp.training.consumers import TrainingJobConsumer
 
 websocket_urlpatterns = [
     path("ws/notify/", NotifyConsumer.as_asgi()),
+    path("ws/training/<int:job_id>/", TrainingJobConsumer.as_asgi()),
     path("ws/experiments/<int:run_id>/", ExperimentSocket.as_asgi()),
     path("ws/decode/", DecodeConsumer.as_asgi()),
 ]

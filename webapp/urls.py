@@ -10,6 +10,7 @@ urlpatterns = [
     path("experiments/", include("webapp.experiments.urls")),
     path("models/", include("webapp.registry.urls")),
     path("playground/", include("webapp.playground.urls")),
+    path("training/", include("webapp.training.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
 ]

@@ -13,6 +13,11 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/models/": (LOGIN, 200, 200, 200),
     "/playground/": (LOGIN, 200, 200, 200),
     "/playground/model/?model=no-such-model": (LOGIN, 404, 404, 404),
+    "/training/": (LOGIN, 403, 403, 200),
+    "/training/new/": (LOGIN, 403, 403, 200),
+    "/training/rows/": (LOGIN, 403, 403, 200),
+    "/training/datasets/": (LOGIN, 403, 403, 200),
+    "/training/jobs/999999/": (LOGIN, 403, 403, 404),  # job pages with a real job: tests/webapp/training
     "/accounts/login/": (200, 302, 302, 302),  # signed-in users are sent home
     "/accounts/register/": (200, 302, 302, 302),
 }

@@ -9,10 +9,11 @@ selected for the next step.
 from __future__ import annotations
 
 import math
+import secrets
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -121,8 +122,10 @@ class BatchDecoder:
         for i, ((rid, src, params), limit) in enumerate(zip(checked, limits, strict=True)):
             request = _Request(rid, params, src, limit, started, encode_ms)
             if params.strategy == "sample":
-                seed = params.seed if params.seed is not None else int(torch.seed() % 2**63)
-                request.generator = torch.Generator(device=self.device).manual_seed(seed)
+                if params.seed is None:  # drawn here and reported in the start event, so a run can be replayed
+                    params = request.params = replace(params, seed=secrets.randbits(63))
+                assert params.seed is not None
+                request.generator = torch.Generator(device=self.device).manual_seed(params.seed)
             if params.strategy == "beam":
                 request.beam = BeamSearch(params, limit)
             self._requests.append(request)
@@ -275,7 +278,7 @@ class BatchDecoder:
             r.beam.force(forced, logp)
             token_logps = logp[:, forced].tolist()
             live = [(p, forced, lp, total) for p, (lp, total) in enumerate(zip(token_logps, r.beam.logprobs, strict=True))]
-            r.beam.done = len(r.beam.tokens[0]) >= r.max_len
+            r.beam.done = r.beam.out_of_room = len(r.beam.tokens[0]) >= r.max_len
         else:
             _, live, ended = r.beam.advance(logp)
         beams = []

@@ -39,6 +39,7 @@ class BeamSearch:
     logprobs: list[float] = field(default_factory=lambda: [0.0])
     finished: list[tuple[float, float, list[int]]] = field(default_factory=list)  # (score, logprob, ids)
     done: bool = False
+    out_of_room: bool = False  # stopped at max_len rather than by the stopping rule
 
     def force(self, token: int, logp: Tensor) -> None:
         """Follow a forced token on every beam (there is one beam while the prefix lasts)."""
@@ -78,7 +79,7 @@ class BeamSearch:
         k, alpha = self.params.beam_size, self.params.length_penalty
         length = len(self.tokens[0]) if self.tokens else 0
         if not self.tokens or length >= self.max_len:
-            self.done = True
+            self.done = self.out_of_room = True
             return
         if len(self.finished) < k:
             return
@@ -93,7 +94,7 @@ class BeamSearch:
     def results(self) -> list[tuple[float, float, list[int], str]]:
         """The n_best hypotheses, best first: (score, logprob, ids without <eos>, "eos" | "max_len")."""
         pool = [(s, lp, ids[:-1], "eos") for s, lp, ids in self.finished]
-        if len(self.finished) < self.params.n_best or not self.finished:
+        if self.out_of_room:  # live beams stopped by max_len compete with the ended ones
             alpha = self.params.length_penalty
             pool += [
                 (lp / length_penalty(len(ids), alpha), lp, ids, "max_len")

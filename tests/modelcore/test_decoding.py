@@ -9,7 +9,16 @@ import torch
 from torch import Tensor
 
 from modelcore import EncoderDecoder, ModelConfig
-from modelcore.decoding import BatchDecoder, BeamsEvent, DecodeParams, DoneEvent, Event, TokenEvent, decode
+from modelcore.decoding import (
+    BatchDecoder,
+    BeamsEvent,
+    DecodeParams,
+    DoneEvent,
+    Event,
+    TokenEvent,
+    decode,
+    decode_stream,
+)
 from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID
 
 SRC = [5, 9, 14, 7, 22, 31, 8]
@@ -172,3 +181,13 @@ def test_max_len_and_min_len_bound_the_output() -> None:
         model.generator.bias[EOS_ID] = -50.0  # and now never
     capped = decode(model, [SRC], DecodeParams(max_len=9))[0]
     assert len(capped.ids) == 9 and capped.reason == "max_len"
+
+
+def test_an_unseeded_sample_reports_its_seed_and_replays_without_touching_the_global_rng() -> None:
+    model = tiny_model(seed=9)
+    rng_before = torch.get_rng_state()
+    events = list(decode_stream(model, SRC, DecodeParams(strategy="sample", max_len=10, temperature=2.0)))
+    assert torch.equal(torch.get_rng_state(), rng_before)
+    seed = events[0].to_dict()["params"]["seed"]
+    replay = decode(model, [SRC], DecodeParams(strategy="sample", max_len=10, temperature=2.0, seed=seed))[0]
+    assert isinstance(seed, int) and replay.ids == events[-1].ids  # type: ignore[attr-defined]

@@ -1,0 +1,117 @@
+"""The /training/ pages: who may open them, the job form's checks, the list, cancel and retry."""
+from __future__ import annotations
+
+import pytest
+
+from tests.webapp.training.conftest import tiny_config
+from webapp.training.models import TrainingJob
+
+pytestmark = [pytest.mark.django_db]
+Status = TrainingJob.Status
+
+VALID_FORM = {
+    "task": "reverse", "layers": "2", "d_model": "32", "n_heads": "2", "d_ff": "64", "norm_position": "pre",
+    "norm": "layernorm", "residual": "on", "dropout": "0.1", "steps": "50", "batch_size": "16", "schedule": "noam",
+    "warmup_steps": "10", "lr_factor": "1.0", "lr": "0.001", "seed": "3", "checkpoint_every": "10", "eval_every": "0",
+}
+
+
+@pytest.fixture
+def job(admin) -> TrainingJob:
+    config = tiny_config()
+    return TrainingJob.objects.create(owner=admin, task="reverse", steps=config["steps"], config={"train": config})
+
+
+@pytest.mark.parametrize("suffix", ["", "cancel/", "retry/"])
+def test_only_admins_reach_a_job(suffix, job, client_as, student, instructor, admin, empty_training_queue):
+    path = f"/training/jobs/{job.pk}/{suffix}"
+    send = (lambda c: c.post(path)) if suffix else (lambda c: c.get(path))
+    anonymous = send(client_as(None))
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/")
+    assert send(client_as(student)).status_code == 403
+    assert send(client_as(instructor)).status_code == 403
+    assert send(client_as(admin)).status_code in (200, 302)
+
+
+def test_the_form_queues_a_job_with_the_whole_configuration(client_as, admin, empty_training_queue):
+    response = client_as(admin).post("/training/new/", VALID_FORM)
+    job = TrainingJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/training/jobs/{job.pk}/"
+    assert (job.status, job.task, job.owner, job.steps) == (Status.QUEUED, "reverse", admin, 50)
+    train = job.config["train"]
+    assert train["model"] == {"d_model": 32, "n_heads": 2, "d_ff": 64, "n_encoder_layers": 2, "n_decoder_layers": 2,
+                              "norm_position": "pre", "norm": "layernorm", "residual": True, "dropout": 0.1}
+    assert (train["batch_size"], train["warmup_steps"], train["seed"], train["checkpoint_every"]) == (16, 10, 3, 10)
+    assert job.celery_id, "a message went to the training queue"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"n_heads": "3"}, "n_heads", "must be a multiple of the number of heads"),
+        ({"steps": "0"}, "steps", "greater than or equal to 1"),
+        ({"layers": "40"}, "layers", "less than or equal to 12"),
+        ({"dropout": "0.9"}, "dropout", "less than or equal to 0.5"),
+        ({"d_model": "big"}, "d_model", "Enter a whole number"),
+        ({"norm_position": "middle"}, "norm_position", "Select a valid choice"),
+        ({"task": ""}, "task", "Choose a task or an uploaded corpus"),
+    ],
+)
+def test_a_mistake_is_shown_beside_its_field(changes, field, message, client_as, admin):
+    response = client_as(admin).post("/training/new/", {**VALID_FORM, **changes})
+    assert response.status_code == 400
+    html = response.content.decode()
+    beside = html.split(f'data-field="{field}"', 1)[1].split('data-field="', 1)[0]
+    assert message in beside, beside
+    assert not TrainingJob.objects.exists()
+
+
+def test_the_list_shows_queue_positions_status_and_progress(client_as, admin, job):
+    config = tiny_config()
+    second = TrainingJob.objects.create(owner=admin, task="copy", steps=60, config={"train": config})
+    running = TrainingJob.objects.create(owner=admin, task="sort", steps=60, step=30, status=Status.RUNNING,
+                                         config={"train": config})
+    html = client_as(admin).get("/training/").content.decode()
+    assert "#1 in queue" in _cell(html, f"position-{job.pk}") and "#2 in queue" in _cell(html, f"position-{second.pk}")
+    assert 'aria-valuenow="50"' in html.split(f'data-testid="progress-{running.pk}"')[0].rsplit("<div", 1)[1]
+    assert 'hx-trigger="every 2s"' in html, "the table refreshes itself while jobs are active"
+
+
+def test_the_nav_badge_counts_my_active_jobs(client_as, admin, job):
+    html = client_as(admin).get("/models/").content.decode()
+    badge = html.split('data-testid="training-badge"', 1)[1].split(">", 1)
+    assert 'data-active="1"' in badge[0] and badge[1].startswith("1<")
+
+
+def test_a_failed_job_shows_its_reason_and_can_be_retried(client_as, admin, job, empty_training_queue):
+    TrainingJob.objects.filter(pk=job.pk).update(status=Status.FAILED, error="TrainingDiverged: the loss became nan",
+                                                 attempts=2)
+    page = client_as(admin).get(f"/training/jobs/{job.pk}/").content.decode()
+    assert "the loss became nan" in page and 'data-testid="retry"' in page
+
+    client_as(admin).post(f"/training/jobs/{job.pk}/retry/")
+    job.refresh_from_db()
+    assert (job.status, job.error, job.attempts) == (Status.QUEUED, "", 0)
+    assert "queued again by an admin" in job.log
+
+
+def test_cancelling_a_queued_job_ends_it_at_once(client_as, admin, job):
+    client_as(admin).post(f"/training/jobs/{job.pk}/cancel/")
+    job.refresh_from_db()
+    assert job.status == Status.CANCELLED and job.finished_at is not None
+
+
+def test_cancelling_a_running_job_asks_its_run_to_stop(client_as, admin, job):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    TrainingJob.objects.filter(pk=job.pk).update(status=Status.RUNNING, lease_owner="w/1/x",
+                                                 lease_expires_at=timezone.now() + timedelta(seconds=30))
+    client_as(admin).post(f"/training/jobs/{job.pk}/cancel/")
+    job.refresh_from_db()
+    assert job.status == Status.RUNNING and job.cancel_requested, "the run itself ends it at its next step"
+
+
+def _cell(html: str, testid: str) -> str:
+    return html.split(f'data-testid="{testid}"', 1)[1].split("</td>", 1)[0]

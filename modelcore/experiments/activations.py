@@ -32,7 +32,7 @@ def _rounded(values: Tensor) -> list[float]:
 
 @torch.no_grad()
 def representation_drift(model: EncoderDecoder, src: Tensor) -> dict[str, Any]:
-    """For each encoder layer and source position: ||h_l - x_0||, ||h_l|| and cos(h_l, x_0).
+    """For each encoder layer and source position: ||h_l - x_0||, ||h_l||, cos(h_l, x_0); and the layer's spread.
 
     x_0 is the layer stack's input (scaled embedding plus position); src is one sentence (1, S).
     """
@@ -48,6 +48,8 @@ def representation_drift(model: EncoderDecoder, src: Tensor) -> dict[str, Any]:
             "distance": _rounded((h - x0).norm(dim=-1)),
             "norm": _rounded(h.norm(dim=-1)),
             "cosine": _rounded(torch.cosine_similarity(h, x0, dim=-1)),
+            # How distinct the positions still are: mean distance from their centroid, relative to their norm.
+            "spread": round(float((h - h.mean(dim=0)).norm(dim=-1).mean() / h.norm(dim=-1).mean()), 6),
         })
     return {"input_norm": _rounded(x0.norm(dim=-1)), "layers": layers}
 
@@ -60,7 +62,9 @@ def mean_drift(drifts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     layers = []
     for index, first in enumerate(drifts[0]["layers"]):
         rows = [d["layers"][index] for d in drifts]
-        layers.append({"index": first["index"], **{k: average([r[k] for r in rows]) for k in ("distance", "norm", "cosine")}})
+        per_position = {k: average([r[k] for r in rows]) for k in ("distance", "norm", "cosine")}
+        spread = round(statistics.fmean(r["spread"] for r in rows), 6)
+        layers.append({"index": first["index"], **per_position, "spread": spread})
     return {"input_norm": average([d["input_norm"] for d in drifts]), "layers": layers}
 
 

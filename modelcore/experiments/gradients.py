@@ -71,7 +71,9 @@ def _one_backward(model: EncoderDecoder, src: Tensor, tgt_in: Tensor, tgt_out: T
     memory = model.encode(src, src_mask)
     logits = model.generator(model.decode(memory, src_mask, tgt_in, tgt_mask))  # (B, T, V)
     F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=PAD_ID).backward()
-    return layer_grad_norms(model)
+    # What reaches the token embeddings: how much the loss can still tell about each input token.
+    inputs = {"src_embed": _norm([model.src_embed.weight]), "tgt_embed": _norm([model.tgt_embed.weight])}
+    return [*layer_grad_norms(model), {"stack": "inputs", "index": 0, "grad_norms": inputs}]
 
 
 def gradient_norms_at_init(
@@ -97,10 +99,10 @@ def gradient_norms_at_init(
         for _ in range(batches):
             batch = random_batch(config, generator, batch_size=batch_size, src_len=src_len, tgt_len=tgt_len)
             samples.append(_one_backward(model, *batch))
-    layers = []
+    rows = []
     for i, first in enumerate(samples[0]):
         per_group = {name: [s[i]["grad_norms"][name] for s in samples] for name in first["grad_norms"]}
-        layers.append({
+        rows.append({
             "stack": first["stack"],
             "index": first["index"],
             "grad_norms": {name: statistics.fmean(v) for name, v in per_group.items()},
@@ -111,7 +113,8 @@ def gradient_norms_at_init(
         "seeds": list(seeds),
         "batches": batches,
         "batch_size": batch_size,
-        "layers": layers,
+        "layers": rows[:-1],
+        "inputs": rows[-1]["grad_norms"],
     }
 
 

@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from webapp.core.sockets import JsonSocket
-from webapp.playground.protocol import ProtocolError, parse_target
+from webapp.playground.protocol import ProtocolError, is_tag, parse_target
 from webapp.playground.services import decode_cancel, decode_step, decode_submit
 
 
@@ -34,8 +34,8 @@ class DecodeConsumer(JsonSocket):
                 user=self.scope["user"], frame=frame, reply_channel=self.channel_name
             )
         except ProtocolError as error:
-            tag = frame.get("tag") if isinstance(frame.get("tag"), str) else None
-            await self.send_error(error.code, error.message, **({"tag": tag[:64]} if tag else {}))
+            tag = frame.get("tag")
+            await self.send_error(error.code, error.message, **({"tag": tag} if is_tag(tag) else {}))
             return
         self.running[job["request_id"]] = job["step_mode"]
 

@@ -111,11 +111,11 @@ _OPTION_CHECKS: dict[str, Any] = {
 def parse_decode(frame: dict[str, Any], limits: Limits) -> DecodeRequest:
     """A `decode` frame -> DecodeRequest, or ProtocolError naming the first thing wrong."""
     model = frame.get("model")
-    if not isinstance(model, str) or not model or len(model) > 80:
+    if not isinstance(model, str) or not model or len(model) > 80 or not is_text(model):
         raise ProtocolError("bad_params", "model must be the name of a model (see /models/)")
     source = frame.get("source")
-    if not isinstance(source, str):
-        raise ProtocolError("bad_params", "source must be a string")
+    if not isinstance(source, str) or not is_text(source):
+        raise ProtocolError("bad_params", "source must be a string of Unicode text")
     if len(source) > limits.max_source_chars:
         raise ProtocolError(
             "source_too_long", f"the source has {len(source)} characters; at most {limits.max_source_chars} are allowed"
@@ -124,7 +124,7 @@ def parse_decode(frame: dict[str, Any], limits: Limits) -> DecodeRequest:
     if not source:
         raise ProtocolError("empty_source", "the source is empty: type something to translate")
     tag = frame.get("tag")
-    if tag is not None and (not isinstance(tag, str) or len(tag) > MAX_TAG_CHARS):
+    if tag is not None and not is_tag(tag):
         raise ProtocolError("bad_params", f"tag must be a string of at most {MAX_TAG_CHARS} characters")
     checks = _param_checks(limits)
     params: dict[str, Any] = {"strategy": "greedy"}
@@ -159,11 +159,25 @@ def _check_together(params: dict[str, Any]) -> None:
         raise ProtocolError("bad_params", "min_len cannot exceed max_len")
 
 
+def is_text(value: str) -> bool:
+    """Encodable as UTF-8: JSON may smuggle in lone surrogates (\\ud800) that no tokenizer or socket takes."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def is_tag(value: object) -> bool:
+    """A client's label for its request: short printable text, safe to echo back."""
+    return isinstance(value, str) and len(value) <= MAX_TAG_CHARS and value.isprintable()
+
+
 def parse_target(frame: dict[str, Any]) -> str | None:
     """The request a `cancel` or `step` frame names (None: every request of this socket)."""
     target = frame.get("request_id")
     if target is None:
         return None
-    if not isinstance(target, str) or not target or len(target) > MAX_ID_CHARS:
+    if not isinstance(target, str) or not target or len(target) > MAX_ID_CHARS or not is_text(target):
         raise ProtocolError("bad_params", "request_id must be the id a `start` frame gave")
     return target

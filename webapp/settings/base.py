@@ -149,6 +149,9 @@ PLAYGROUND_MAX_SOURCE_CHARS = env_int("PLAYGROUND_MAX_SOURCE_CHARS", 200, minimu
 PLAYGROUND_MAX_TOKENS = env_int("PLAYGROUND_MAX_TOKENS", 128, minimum=1)
 PLAYGROUND_MAX_SECONDS = env_int("PLAYGROUND_MAX_SECONDS", 120, minimum=1)
 PLAYGROUND_WARM_MODELS = env_int("PLAYGROUND_WARM_MODELS", 4, minimum=1)
+# Torch threads of an interactive worker process: small decoding steps are bound by per-op overhead,
+# and idle OpenMP threads spinning beside the loop slowed each step 10x on a busy 2-core machine.
+PLAYGROUND_TORCH_THREADS = env_int("PLAYGROUND_TORCH_THREADS", 1, minimum=1)
 
 # Redis serves the channel layer, the Celery broker and its results. Unset: the embedded
 # redis-server that `make run` (and the test suite) starts on a Unix socket in RUN_DIR.

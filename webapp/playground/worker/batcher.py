@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from modelcore.checkpoint import LoadedModel
 from modelcore.decoding import BeamsEvent, DecodeError, DecodeParams, DoneEvent, Event, StartEvent, TokenEvent
+from modelcore.tokenization import EOS_ID
 from webapp.playground.worker import frames
 from webapp.playground.worker.lanes import Job, Lane, Live, Shadow
 
@@ -66,7 +67,13 @@ class Batcher:
         wall = time.time() if now is None else now
         mono = time.monotonic()
         for job, loaded in jobs:
-            self._admit(job, loaded, wall, tick)
+            try:
+                self._admit(job, loaded, wall, tick)
+            except Exception:  # whatever the job held, its client hears of it and the others go on
+                log.exception("could not admit %s", job.request_id)
+                self._discard(job.request_id)
+                self._error(job, "internal", "the worker could not start this request", tick)
+                tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
         for request_id in cancels & set(self.live):
             self._stop(request_id, "cancelled", tick)
         for request_id, count in credits.items():
@@ -164,6 +171,10 @@ class Batcher:
             if live.shadow is not None:
                 live.shadow.follow(event)
             frame = frames.step_frame(event, step_ms=step_ms, batch_rows=rows, recompute_ms=live.pending_recompute_ms)
+            if isinstance(event, TokenEvent):  # the output so far, joined as the target tokenizer joins it
+                if event.id != EOS_ID:
+                    live.ids.append(event.id)
+                frame["text"] = live.lane.loaded.tgt_tokenizer.decode(live.ids)
             self._emit(live.job, frame, tick)
         elif isinstance(event, DoneEvent):
             self._finish(live, event, None, tick)
@@ -183,6 +194,14 @@ class Batcher:
         live = self.live.pop(request_id)
         live.lane.live.pop(request_id, None)
         tick.ended.append(Ended(live.job.user_id, request_id, reason, steps))
+
+    def _discard(self, request_id: str) -> None:
+        """Drop a request that failed half-way in, wherever it got to."""
+        live = self.live.pop(request_id, None)
+        if live is not None:
+            live.lane.live.pop(request_id, None)
+            if request_id in live.lane.decoder.active:
+                live.lane.decoder.cancel(request_id)
 
     def _drop_empty_lanes(self) -> None:
         self.private = [lane for lane in self.private if lane.live]

@@ -15,9 +15,11 @@ ATTENTION_DECIMALS = 4
 
 
 def _rounded(value: Any) -> Any:
-    """Nested lists of floats, rounded."""
+    """Nested lists (and dicts) of floats, rounded."""
     if isinstance(value, list):
         return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {key: _rounded(v) for key, v in value.items()}
     return round(value, ATTENTION_DECIMALS)
 
 

@@ -8,7 +8,7 @@ so a request that must wait between tokens cannot sit in a batch that must not.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -98,6 +98,7 @@ class Live:
     credits: int = 0  # step mode: `step` frames not yet used
     first_token_ms: float | None = None
     pending_recompute_ms: float | None = None
+    ids: list[int] = field(default_factory=list)  # output so far (greedy, sampling)
 
 
 class Lane:

@@ -84,6 +84,7 @@ class DecodeLoop:
     # -- the loop thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
+        _limit_threads()
         asyncio.run(self._main())
 
     async def _main(self) -> None:
@@ -91,7 +92,7 @@ class DecodeLoop:
         self._inbox = asyncio.Queue()
         outbox: asyncio.Queue[Tick | None] = asyncio.Queue()
         client = aioredis.Redis.from_url(settings.REDIS_URL)
-        compute = ThreadPoolExecutor(1, thread_name_prefix="playground-compute")
+        compute = ThreadPoolExecutor(1, thread_name_prefix="playground-compute", initializer=_limit_threads)
         sender = asyncio.create_task(self._send_forever(outbox, client))
         self._ready.set()
         tick = Tick()
@@ -160,6 +161,13 @@ class DecodeLoop:
                     await _record(client, tick)
             except Exception:
                 log.exception("playground frames could not be sent")
+
+
+def _limit_threads() -> None:
+    """OpenMP keeps its thread count per calling thread: set it in each thread that runs torch."""
+    import torch
+
+    torch.set_num_threads(settings.PLAYGROUND_TORCH_THREADS)
 
 
 async def _send_in_order(layer: Any, outs: list[Out]) -> None:

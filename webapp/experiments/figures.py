@@ -88,22 +88,23 @@ def drift_positions_figure(result: dict[str, Any], title: str) -> Figure:
     return {"data": traces, "layout": _layout(title, _("source token"), _("cosine with the input"), barmode="group")}
 
 
-def norm_positions_figure(arm: dict[str, Any], tokens: dict[str, list[str]], title: str, *, when: str = "trained") -> Figure:
-    """One norm's per-position mean and variance before and after; a menu picks the norm."""
-    rows = arm[when]
+def norm_positions_figure(arm: dict[str, Any], tokens: dict[str, list[str]], title: str) -> Figure:
+    """One norm's per-position mean and variance before and after; a menu picks the norm, trained or at init."""
     keys = ("in_mean", "out_mean", "in_var", "out_var")
     names = (_("mean before"), _("mean after"), _("variance before"), _("variance after"))
+    choices = [(f"{_('trained')} · {row['name']}", row) for row in arm["trained"]]
+    choices += [(f"{_('at initialisation')} · {row['name']}", row) for row in arm["init"]]
 
     def x_of(row: dict[str, Any]) -> list[str]:
         labels = tokens["src"] if row["name"].startswith("encoder") else tokens["tgt"]
         return [f"{i}:{t}" for i, t in enumerate(labels)]
 
-    first = rows[0]
+    first = choices[0][1]
     traces = [{"type": "bar" if k.endswith("var") else "scatter", "name": n, "x": x_of(first), "y": first[k],
                **({"yaxis": "y2", "opacity": 0.55} if k.endswith("var") else {"mode": "lines+markers"})}
               for k, n in zip(keys, names, strict=True)]
-    buttons = [{"label": row["name"], "method": "restyle",
-                "args": [{"y": [row[k] for k in keys], "x": [x_of(row)] * len(keys)}]} for row in rows]
+    buttons = [{"label": label, "method": "restyle", "args": [{"y": [row[k] for k in keys], "x": [x_of(row)] * len(keys)}]}
+               for label, row in choices]
     layout = _layout(title, _("position"), _("mean over d_model"))
     layout.update(yaxis2={"title": {"text": _("variance over d_model")}, "overlaying": "y", "side": "right"},
                   barmode="group", updatemenus=[{"buttons": buttons, "x": 0, "y": 1.18, "xanchor": "left"}])
@@ -186,7 +187,7 @@ def layernorm_figures(results: dict[str, Any]) -> dict[str, Figure]:
     tokens = {"src": norms["src_tokens"], "tgt": norms["tgt_tokens"]}
     figures = {
         f"positions_{arm['label']}": norm_positions_figure(
-            arm, tokens, _("%(label)s after training: each position before and after the norm") % {"label": arm["label"]})
+            arm, tokens, _("%(label)s: each position before and after the norm") % {"label": arm["label"]})
         for arm in norms["arms"]
     }
     figures["means"] = norm_distribution_figure(norms, stat="mean", title=_("Per-position means, every norm"))

@@ -13,6 +13,8 @@ DEFAULTS_DIR = Path(__file__).resolve().parent / "defaults"
 # (docs/experiments.md has the figures).
 PROBE = {"task": "reverse", "layers": 6, "d_model": 64, "d_ff": 256, "steps": 300, "lr": 3e-3}
 INIT = {"layers": 6, "d_model": 128, "d_ff": 512}  # the gradient measurements at initialisation
+# The residual page switches the residual only, in the layout where it is a clean identity path.
+SMALL_PRE = {"d_model": 64, "d_ff": 256, "norm_position": "pre"}
 
 PAGES: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "norm-position": {
@@ -24,12 +26,12 @@ PAGES: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "residuals": {
         **{
             f"gradflow_{layers}_{'res' if residual else 'nores'}": (
-                "gradflow", {"layers": layers, "d_model": 64, "d_ff": 256, "residual": residual},
+                "gradflow", {**SMALL_PRE, "layers": layers, "residual": residual},
             )
             for layers in (6, 12, 24)
             for residual in (True, False)
         },
-        "drift": ("drift", {"layers": 6, "d_model": 64, "d_ff": 256}),
+        "drift": ("drift", {**SMALL_PRE, "layers": 6}),
         "compare_residual": ("compare", {**PROBE, "switch": "residual", "norm_position": "pre"}),
     },
     "layernorm": {

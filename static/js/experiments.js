@@ -1,0 +1,62 @@
+// Experiment pages: draw every figure set, and follow launched runs live over /ws/experiments/<id>/.
+const CONFIG = { responsive: true, displaylogo: false };
+
+function drawFigureSets(root) {
+  const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
+  for (const set of sets) {
+    const data = set.querySelector(":scope > script[type='application/json']");
+    if (!data) continue;
+    const figures = JSON.parse(data.textContent);
+    for (const div of set.querySelectorAll(".plot[data-figure]")) {
+      const figure = figures[div.dataset.figure];
+      if (!figure) { div.hidden = true; continue; }
+      if (div.dataset.drawn) continue;
+      Plotly.newPlot(div, figure.data, figure.layout, CONFIG);
+      div.dataset.drawn = "1";
+    }
+  }
+}
+
+function followRun(panel) {
+  if (panel.dataset.following || ["done", "failed"].includes(panel.dataset.status)) return;
+  panel.dataset.following = "1";
+  const bar = panel.querySelector(".run-progress");
+  const status = panel.querySelector(".run-status");
+  const live = panel.querySelector(".live-loss");
+  const arms = new Map(); // arm label -> trace index of the live loss chart
+  if (live) Plotly.newPlot(live, [], { margin: { t: 30 }, title: { text: "loss" }, xaxis: { title: { text: "step" } } }, CONFIG);
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}/ws/experiments/${panel.dataset.runId}/`);
+  const setProgress = (p) => { bar.style.width = `${Math.round(p * 100)}%`; bar.parentElement.setAttribute("aria-valuenow", Math.round(p * 100)); };
+  const showResult = () => {
+    socket.close();
+    setProgress(1);
+    htmx.ajax("GET", panel.dataset.resultUrl, { target: panel.querySelector(".run-result"), swap: "innerHTML" });
+  };
+  socket.addEventListener("message", (event) => {
+    const frame = JSON.parse(event.data);
+    if (frame.status) { status.textContent = frame.status; panel.dataset.status = frame.status; }
+    if (typeof frame.progress === "number") setProgress(frame.progress);
+    if (frame.type === "progress" && live && frame.arm !== undefined && typeof frame.loss === "number") {
+      if (!arms.has(frame.arm)) {
+        arms.set(frame.arm, arms.size);
+        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: frame.arm });
+      }
+      Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
+    }
+    if (frame.type === "done" || (frame.type === "state" && frame.status === "done")) showResult();
+    if (frame.type === "failed" || (frame.type === "state" && frame.status === "failed")) {
+      status.textContent = `failed: ${frame.message || frame.error || ""}`;
+      socket.close();
+    }
+  });
+}
+
+function setUp(root) {
+  drawFigureSets(root);
+  const panels = root.matches?.(".run-panel") ? [root] : [...root.querySelectorAll(".run-panel")];
+  panels.forEach(followRun);
+}
+
+// htmx.onLoad runs for the page and for every fragment htmx swaps in.
+htmx.onLoad(setUp);

@@ -18,6 +18,13 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/training/rows/": (LOGIN, 403, 403, 200),
     "/training/datasets/": (LOGIN, 403, 403, 200),
     "/training/jobs/999999/": (LOGIN, 403, 403, 404),  # job pages with a real job: tests/webapp/training
+    "/experiments/": (LOGIN, 200, 200, 200),
+    "/experiments/norm-position/": (LOGIN, 200, 200, 200),
+    "/experiments/residuals/": (LOGIN, 200, 200, 200),
+    "/experiments/layernorm/": (LOGIN, 200, 200, 200),
+    "/experiments/launch/": (LOGIN, 405, 405, 405),  # POST only: tests/webapp/experiments
+    "/experiments/runs/999999/": (LOGIN, 404, 404, 404),
+    "/experiments/runs/999999/result/": (LOGIN, 404, 404, 404),
     "/accounts/login/": (200, 302, 302, 302),  # signed-in users are sent home
     "/accounts/register/": (200, 302, 302, 302),
 }

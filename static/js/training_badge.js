@@ -4,7 +4,7 @@ const badge = document.querySelector('[data-testid="training-badge"]');
 function show(active) {
   badge.textContent = String(active);
   badge.dataset.active = String(active);
-  badge.hidden = active === 0;
+  badge.style.display = active === 0 ? "none" : "";
 }
 
 function connect() {

@@ -1,0 +1,70 @@
+"""Chromium: an admin queues a small job, watches it reach 100 % live, and finds the model in the registry."""
+from __future__ import annotations
+
+import pytest
+
+from webapp.accounts.services import demo_accounts_ensure
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.services]
+
+PASSWORD = "demo-e2e-pass-31"
+SMALL_JOB = {"layers": "2", "d_model": "32", "n_heads": "2", "d_ff": "64", "steps": "40", "batch_size": "32",
+             "warmup_steps": "10", "checkpoint_every": "10", "eval_every": "20"}
+
+
+@pytest.fixture
+def demo(transactional_db):
+    demo_accounts_ensure(password=PASSWORD)
+
+
+@pytest.fixture
+def empty_training_queue(redis_server: str) -> None:
+    """Messages other tests left on the `training` queue must not keep this test's worker busy."""
+    import redis
+
+    redis.Redis.from_url(redis_server).delete("training")
+
+
+def test_an_admin_queues_a_job_watches_it_finish_and_finds_its_model(
+    asgi_server, demo, page_factory, start_worker, empty_training_queue, tmp_path
+):
+    start_worker("training", env={"MODEL_STORE": str(tmp_path / "store"), "OMP_NUM_THREADS": "1"})
+    page = page_factory("en-US")
+    page.goto(asgi_server + "/training/")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit].primary")
+    page.wait_for_url(asgi_server + "/training/")
+    assert page.get_by_test_id("no-jobs").is_visible()
+
+    page.get_by_test_id("new-job").click()
+    page.select_option("select[name=task]", "copy")
+    for name, value in SMALL_JOB.items():
+        page.fill(f"input[name={name}]", value)
+    page.get_by_test_id("queue").click()
+    page.wait_for_url(f"{asgi_server}/training/jobs/*/")
+    job_id = page.url.rstrip("/").rsplit("/", 1)[1]
+
+    progress = page.get_by_test_id(f"progress-{job_id}")
+    seen: set[str] = set()
+    for _ in range(1200):  # the bar moves while steps arrive over the socket
+        seen.add(progress.get_attribute("aria-valuenow"))
+        if "100" in seen:
+            break
+        page.wait_for_timeout(100)
+    assert "100" in seen and len(seen) >= 3, f"the bar went through {sorted(seen, key=int)}"
+    page.wait_for_selector(f"[data-testid=status-{job_id}][data-status=succeeded]", timeout=120_000)
+    assert page.get_by_test_id(f"percent-{job_id}").inner_text() == "100 %"
+    assert page.evaluate("document.getElementById('loss-plot').data[0].x.length") >= 10
+    assert "finished" in page.get_by_test_id("log").inner_text()
+
+    model_link = page.get_by_test_id("model").locator("a")
+    model_link.wait_for(timeout=30_000)  # the finished page names the model
+    name = f"job-{job_id}-copy"
+    assert model_link.inner_text() == name
+    model_link.click()
+    page.wait_for_url(f"{asgi_server}/models/{name}/")
+    assert page.get_by_test_id(f"publish-{name}").inner_text().startswith("hidden")
+    page.goto(asgi_server + "/models/")
+    assert page.locator(f"tr[data-model={name}]").is_visible()
+    assert page.get_by_test_id("training-badge").is_hidden(), "no job of mine is active any more"

@@ -4,6 +4,7 @@ const root = document.getElementById("job");
 const jobId = root.dataset.job;
 const FINAL = new Set(["succeeded", "failed", "cancelled"]);
 const EVAL_KEYS = ["exact_match", "token_accuracy", "bleu"];
+const LABELS = JSON.parse(document.getElementById("status-labels").textContent);  // in the page's language
 const el = (id) => document.querySelector(`[data-testid="${id}"]`);
 let lastStep = 0;
 let status = null;
@@ -48,7 +49,7 @@ function setStatus(next, frame) {
   status = next;
   badge.dataset.status = next;
   badge.className = `badge status-${next}`;
-  badge.textContent = next;
+  badge.textContent = LABELS[next] || next;
   if (frame.error) {
     el("error").textContent = frame.error;
     el("error").hidden = false;

@@ -50,7 +50,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One job: live progress, loss and metric curves, the log tail, Cancel and Retry."""
     job = get_object_or_404(TrainingJob.objects.select_related("dataset", "model", "owner"), pk=job_id)
-    return render(request, "training/job.html", {"job": job, "snapshot": job_snapshot(job)})
+    labels = {value: str(label) for value, label in TrainingJob.Status.choices}
+    return render(request, "training/job.html", {"job": job, "snapshot": job_snapshot(job), "status_labels": labels})
 
 
 @admins_only

@@ -121,10 +121,10 @@ def test_a_killed_worker_s_job_resumes_on_the_next_worker_to_the_same_weights(
 def test_a_worker_shutting_down_checkpoints_and_requeues_its_job(
     admin, store, start_worker, empty_training_queue, reference_weights
 ):
-    first = start_worker("training", env=worker_env(store))
+    first = start_worker("training", pool="prefork", env=worker_env(store))  # as in docker/compose.yaml
     job = queue_kill_job(admin)
     wait_for(job, lambda j: j.step >= 25, "reached step 25")
-    os.kill(first.proc.pid, signal.SIGTERM)  # a deploy: warm shutdown
+    os.kill(first.proc.pid, signal.SIGTERM)  # a deploy: warm shutdown of the main process
     first.proc.wait(timeout=60)
     job = wait_for(job, lambda j: j.status == Status.QUEUED, "queued again", timeout=10)
     assert job.attempts == 0, "a shutdown is not one of the job's attempts"

@@ -1,1 +1,218 @@
-// The playground page: see playground_views.js for the plots.
+// The playground page: the form, the /ws/decode/ socket, the output, and the views (playground_views.js).
+import { Views } from "./playground_views.js";
+
+const $ = (id) => document.getElementById(id);
+const strings = JSON.parse($("pg-strings").textContent);
+const say = (key, values = {}) => strings[key].replace(/\{(\w+)\}/g, (_, name) => values[name] ?? "");
+
+const form = $("pg-form");
+const buttons = { run: $("pg-run"), step: $("pg-step"), cancel: $("pg-cancel") };
+const views = new Views(strings, { layer: $("pg-layer"), encLayer: $("pg-enc-layer"), head: $("pg-head") });
+
+// What the page shows: the request it started last (older ones are cancelled and ignored).
+const state = { tag: null, tagCount: 0, request: null, stepFirst: false, open: false };
+
+function status(text, isError = false) {
+  const line = $("pg-status");
+  line.textContent = text;
+  line.classList.toggle("error", isError);
+}
+
+// -- the socket ------------------------------------------------------------------------------------
+
+let socket = null;
+let retry = 500;
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}${form.dataset.socket}`);
+  socket.addEventListener("open", () => {
+    state.open = true;
+    retry = 500;
+    status(say("ready"));
+    refreshButtons();
+  });
+  socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
+  socket.addEventListener("close", () => {
+    state.open = false;
+    state.request = null;
+    refreshButtons();
+    status(say("reconnecting"), true);
+    setTimeout(connect, retry);
+    retry = Math.min(retry * 2, 8000);
+  });
+}
+
+function send(frame) {
+  if (state.open) socket.send(JSON.stringify(frame));
+}
+
+// -- the form --------------------------------------------------------------------------------------
+
+function strategy() {
+  return form.querySelector("input[name=strategy]:checked").value;
+}
+
+function number(name) {
+  const input = form.elements[name];
+  return input.value === "" ? null : Number(input.value);
+}
+
+function decodeFrame(stepMode) {
+  const chosen = strategy();
+  const frame = {
+    type: "decode", model: form.elements.model.value, source: form.elements.source.value, strategy: chosen,
+    attention: true, compare_cache: true, top_alternatives: 8, step_mode: stepMode,
+    pace_ms: stepMode ? 0 : Number(form.elements.pace_ms.value),
+  };
+  const wanted = { beam: ["beam_size", "length_penalty"], sample: ["temperature", "top_k", "top_p", "seed"] };
+  for (const name of ["max_len", ...(wanted[chosen] || [])]) {
+    const value = number(name);
+    if (value !== null) frame[name] = value;
+  }
+  return frame;
+}
+
+function start(stepMode) {
+  if (state.request && !state.request.done) send({ type: "cancel", request_id: state.request.id });
+  state.tag = `pg-${++state.tagCount}`;
+  state.request = null;
+  state.stepFirst = stepMode;
+  send({ ...decodeFrame(stepMode), tag: state.tag });
+  status(say("queued"));
+  refreshButtons();
+}
+
+function refreshButtons() {
+  const running = Boolean(state.request && !state.request.done);
+  buttons.run.disabled = !state.open;
+  buttons.step.disabled = !state.open;
+  buttons.cancel.disabled = !state.open || !(running || state.tag);
+}
+
+function showStrategyFields() {
+  for (const block of form.querySelectorAll(".pg-when")) block.hidden = block.dataset.when !== strategy();
+}
+
+buttons.run.addEventListener("click", () => start(false));
+buttons.step.addEventListener("click", () => {
+  const request = state.request;
+  if (request && request.stepMode && !request.done) send({ type: "step", request_id: request.id });
+  else start(true);
+});
+buttons.cancel.addEventListener("click", () => {
+  if (state.request && !state.request.done) send({ type: "cancel", request_id: state.request.id });
+});
+form.addEventListener("change", (event) => {
+  if (event.target.name === "strategy") showStrategyFields();
+});
+form.addEventListener("submit", (event) => {
+  if (state.open) event.preventDefault(); // without a socket the form still works as a GET picker
+});
+form.elements.source.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) start(false);
+});
+$("pg-model-card").addEventListener("click", (event) => {
+  const chip = event.target.closest("[data-example]");
+  if (chip) form.elements.source.value = chip.dataset.example;
+});
+document.body.addEventListener("htmx:afterSwap", (event) => {
+  const first = event.target.querySelector?.("[data-example]");
+  if (first && event.target.id === "pg-model-card") form.elements.source.value = first.dataset.example;
+});
+
+// -- frames ----------------------------------------------------------------------------------------
+
+function onFrame(frame) {
+  if (frame.type === "start") {
+    if (frame.tag !== state.tag) return;
+    state.request = { id: frame.request_id, stepMode: frame.step_mode, start: frame, steps: [], done: null,
+                      hypotheses: [[]] };
+    views.reset(frame);
+    showSource(frame);
+    $("pg-output").textContent = "";
+    $("pg-tokens").replaceChildren();
+    $("pg-facts").replaceChildren();
+    if (state.stepFirst) send({ type: "step", request_id: frame.request_id });
+    progress();
+  } else if (frame.type === "error") {
+    const mine = frame.tag === state.tag || (state.request && frame.request_id === state.request.id)
+      || (!frame.request_id && !frame.tag);
+    if (!mine) return;
+    if (state.request) state.request.done = frame;
+    status(say("error", { code: frame.code, message: frame.message }), true);
+  } else {
+    const request = state.request;
+    if (!request || frame.request_id !== request.id) return;
+    if (frame.type === "token") onToken(request, frame);
+    else if (frame.type === "beams") onBeams(request, frame);
+    else if (frame.type === "done") onDone(request, frame);
+  }
+  refreshButtons();
+}
+
+function showSource(frame) {
+  $("pg-src-tokens").replaceChildren(...(frame.src_tokens || []).map((token) => chip(token, null, "src")));
+}
+
+function chip(token, prob, kind) {
+  const element = document.createElement("span");
+  element.className = `pg-tok ${kind || ""}`;
+  element.textContent = token;
+  if (prob !== null) {
+    const small = document.createElement("small");
+    small.textContent = prob.toFixed(2);
+    element.append(small);
+  }
+  return element;
+}
+
+function onToken(request, frame) {
+  request.steps.push(frame);
+  $("pg-output").textContent = frame.text;
+  const tokens = $("pg-tokens");
+  tokens.querySelector(".new")?.classList.remove("new");
+  tokens.append(chip(frame.token, frame.prob, "new"));
+  progress();
+}
+
+function onBeams(request, frame) {
+  request.steps.push(frame);
+  request.hypotheses = frame.beams.map((beam) => [...(request.hypotheses[beam.parent] || []), beam.token]);
+  $("pg-output").textContent = request.hypotheses[0].filter((t) => t !== "<eos>").join(" ");
+  const tokens = $("pg-tokens");
+  tokens.querySelector(".new")?.classList.remove("new");
+  tokens.append(chip(frame.beams[0].token, frame.beams[0].prob, "new"));
+  progress();
+}
+
+function onDone(request, frame) {
+  request.done = frame;
+  $("pg-output").textContent = frame.text ?? "";
+  const reason = strings[`reason_${frame.reason}`] || frame.reason;
+  status(say("done", { n: frame.steps, reason }));
+  const timings = frame.timings || {};
+  const facts = [
+    [say("first_token"), timings.first_token_ms != null ? `${timings.first_token_ms.toFixed(0)} ms` : "—"],
+    [say("total"), `${(timings.decode_ms || 0).toFixed(0)} ms`],
+  ];
+  $("pg-facts").replaceChildren(...facts.flatMap(([term, value]) => {
+    const dt = document.createElement("dt");
+    const dd = document.createElement("dd");
+    dt.textContent = term;
+    dd.textContent = value;
+    return [dt, dd];
+  }));
+  views.schedule(request);
+}
+
+function progress() {
+  const request = state.request;
+  const n = request.steps.length;
+  status(say(request.stepMode ? "stepping" : "running", { n }));
+  views.schedule(request);
+}
+
+showStrategyFields();
+refreshButtons();
+connect();

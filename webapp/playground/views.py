@@ -46,7 +46,7 @@ def _strings() -> dict[str, str]:
         "error": _("Error ({code}): {message}"),
         "reason_eos": _("the end token"),
         "reason_max_len": _("the token limit"),
-        "reason_cancelled": _("Cancel"),
+        "reason_cancelled": _("your Cancel"),
         "reason_time_limit": _("the time limit"),
         "mean": _("mean of the heads"),
         "head": _("head {n}"),
@@ -64,7 +64,6 @@ def _strings() -> dict[str, str]:
         "kv_summary": _("{layers} layers × ({self} + {cross} positions) × keys and values = {bytes}"),
         "first_token": _("first token"),
         "total": _("decoding time"),
-        "batch": _("requests in the batch"),
     }
 
 

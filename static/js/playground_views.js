@@ -1,0 +1,195 @@
+// The playground's Plotly views; each grows with every step of the request being shown.
+const Plotly = window.Plotly;
+const CONFIG = { displayModeBar: false, responsive: true };
+const MARGIN = { l: 80, r: 10, t: 10, b: 60 };
+const ACCENT = "#2f6fde";
+const WEIGHTS = [[0, "#f7fbff"], [0.25, "#c6dbef"], [0.5, "#6baed6"], [0.75, "#2171b5"], [1, "#08306b"]]; // 0 light, 1 dark
+
+// attention[layer][head] is a row (or a matrix); head "mean" averages over the heads.
+function pick(attention, layer, head) {
+  const heads = attention[Math.min(layer, attention.length - 1)];
+  if (head !== "mean") return heads[Math.min(Number(head), heads.length - 1)];
+  const mean = (rows) => rows[0].map((_, i) => rows.reduce((sum, row) => sum + row[i], 0) / rows.length);
+  if (!Array.isArray(heads[0][0])) return mean(heads);
+  return heads[0].map((_, r) => mean(heads.map((matrix) => matrix[r])));
+}
+
+// The attention of a step: a token frame's own, or the top beam's.
+function stepAttention(step) {
+  return step.type === "beams" ? step.beams[0]?.attention : step.attention;
+}
+
+function stepToken(step) {
+  return step.type === "beams" ? step.beams[0]?.token : step.token;
+}
+
+function axis(labels, extra = {}) {
+  return { tickvals: labels.map((_, i) => i), ticktext: labels, tickfont: { size: 11 }, ...extra };
+}
+
+function heatmap(element, z, xLabels, yLabels, hover) {
+  const trace = {
+    type: "heatmap", z, x: xLabels.map((_, i) => i), y: yLabels.map((_, i) => i), zmin: 0, zmax: 1,
+    colorscale: WEIGHTS, hoverongaps: false, hovertemplate: hover, customdata: yLabels.map((y) => xLabels.map(
+      (x) => [y, x])),
+  };
+  const layout = {
+    margin: MARGIN, xaxis: axis(xLabels, { tickangle: -45 }), yaxis: axis(yLabels, { autorange: "reversed" }),
+    plot_bgcolor: "#e9ebf0", // masked cells stay empty: this grey shows through
+  };
+  Plotly.react(element, [trace], layout, CONFIG);
+}
+
+export class Views {
+  constructor(strings, selectors) {
+    this.s = strings;
+    this.selectors = selectors;
+    this.request = null;
+    this.pending = false;
+    for (const select of Object.values(selectors)) select.addEventListener("change", () => this.schedule(this.request));
+  }
+
+  reset(start) {
+    const config = start.model_config;
+    const options = (select, count, label) => {
+      const previous = select.value;
+      select.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(label(i), String(i))));
+      select.value = previous && Number(previous) < count ? previous : String(count - 1);
+    };
+    const layer = (i) => this.s.layer.replace("{n}", i + 1);
+    options(this.selectors.layer, config.n_decoder_layers, layer);
+    options(this.selectors.encLayer, config.n_encoder_layers, layer);
+    const head = this.selectors.head;
+    const keep = head.value || "mean";
+    head.replaceChildren(new Option(this.s.mean, "mean"),
+      ...Array.from({ length: config.n_heads }, (_, i) => new Option(this.s.head.replace("{n}", i + 1), String(i))));
+    head.value = keep === "mean" || Number(keep) < config.n_heads ? keep : "mean";
+    document.getElementById("pg-beam-card").hidden = start.params.strategy !== "beam";
+  }
+
+  // Draw at most once per animation frame, however fast tokens arrive.
+  schedule(request) {
+    this.request = request;
+    if (this.pending || !request) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      this.render(this.request);
+    });
+  }
+
+  render(request) {
+    const layer = Number(this.selectors.layer.value || 0);
+    const encLayer = Number(this.selectors.encLayer.value || 0);
+    const head = this.selectors.head.value || "mean";
+    const steps = request.steps;
+    const src = request.start.src_tokens || request.start.src_ids.map(String);
+    const out = steps.map((step, i) => `${i}: ${stepToken(step)}`);
+    this.cross(steps, src, out, layer, head);
+    this.self(steps, out, layer, head);
+    this.encoder(request.start, src, encLayer, head);
+    this.topk(steps[steps.length - 1]);
+    if (request.start.params.strategy === "beam") this.beams(steps);
+    this.cache(steps);
+  }
+
+  cross(steps, src, out, layer, head) {
+    const rows = steps.map((step) => stepAttention(step)).filter(Boolean);
+    if (!rows.length) return;
+    const z = rows.map((attention) => pick(attention.cross, layer, head));
+    heatmap("view-cross", z, src, out.slice(0, z.length),
+      `${this.s.output} %{customdata[0]}<br>${this.s.source} %{customdata[1]}: %{z:.3f}<extra></extra>`);
+  }
+
+  self(steps, out, layer, head) {
+    const rows = steps.map((step) => stepAttention(step)).filter(Boolean);
+    if (!rows.length) return;
+    const width = rows.length; // step t looks at positions 0..t: <bos>, then the outputs before it
+    const z = rows.map((attention) => {
+      const row = pick(attention.self, layer, head);
+      return Array.from({ length: width }, (_, j) => (j < row.length ? row[j] : null));
+    });
+    const columns = ["<bos>", ...steps.slice(0, width - 1).map(stepToken)];
+    heatmap("view-self", z, columns, out.slice(0, z.length),
+      `${this.s.output} %{customdata[0]}<br>${this.s.prefix} %{customdata[1]}: %{z:.3f}<extra></extra>`);
+  }
+
+  encoder(start, src, layer, head) {
+    if (!start.encoder_attention) return;
+    heatmap("view-encoder", pick(start.encoder_attention, layer, head), src, src,
+      `%{customdata[0]} → %{customdata[1]}: %{z:.3f}<extra></extra>`);
+  }
+
+  topk(step) {
+    if (!step) return;
+    const bars = step.type === "beams"
+      ? step.beams.map((beam, i) => ({ token: `${i}: ${beam.token}`, prob: beam.prob, chosen: i === 0 }))
+      : step.alternatives.map((alt) => ({ token: alt.token, prob: alt.prob, chosen: alt.id === step.id }));
+    const trace = {
+      type: "bar", x: bars.map((b) => b.token), y: bars.map((b) => b.prob),
+      marker: { color: bars.map((b) => (b.chosen ? ACCENT : "#aab4c5")) },
+      hovertemplate: `%{x}: %{y:.3f}<extra></extra>`,
+    };
+    const layout = { margin: { ...MARGIN, l: 50 }, yaxis: { range: [0, 1], title: this.s.probability },
+                     xaxis: { type: "category", title: `${this.s.step} ${step.seq}` } };
+    Plotly.react("view-topk", [trace], layout, CONFIG);
+  }
+
+  beams(steps) {
+    const lines = { x: [], y: [] };
+    const nodes = { x: [], y: [], text: [] };
+    const ends = { x: [], y: [], text: [] };
+    steps.forEach((step, s) => {
+      step.beams.forEach((beam, i) => {
+        nodes.x.push(s);
+        nodes.y.push(i);
+        nodes.text.push(beam.token);
+        if (s > 0) lines.x.push(s - 1, s, null), lines.y.push(beam.parent, i, null);
+      });
+      step.finished.forEach((hyp, k) => {
+        ends.x.push(s);
+        ends.y.push(step.beams.length + k);
+        ends.text.push(`${hyp.text} (${hyp.score.toFixed(2)})`);
+      });
+    });
+    const traces = [
+      { type: "scatter", mode: "lines", ...lines, line: { color: "#aab4c5" }, hoverinfo: "skip" },
+      { type: "scatter", mode: "markers+text", ...nodes, textposition: "top center", marker: { color: ACCENT },
+        hovertemplate: "%{text}<extra></extra>" },
+      { type: "scatter", mode: "markers", ...ends, marker: { symbol: "star", size: 12, color: "#13795b" },
+        hovertemplate: "%{text}<extra></extra>" },
+    ];
+    const layout = { margin: { ...MARGIN, l: 40 }, showlegend: false, xaxis: { title: this.s.step, dtick: 1 },
+                     yaxis: { autorange: "reversed", dtick: 1 } };
+    Plotly.react("view-beams", traces, layout, CONFIG);
+  }
+
+  cache(steps) {
+    const last = steps[steps.length - 1];
+    if (!last) return;
+    const info = last.cache;
+    const kb = info.bytes >= 1024 ? `${(info.bytes / 1024).toFixed(1)} KB` : `${info.bytes} B`;
+    document.getElementById("pg-kv-summary").textContent = this.s.kv_summary
+      .replace("{layers}", info.layers).replace("{self}", info.self_positions)
+      .replace("{cross}", info.cross_positions).replace("{bytes}", kb);
+    const layers = Array.from({ length: info.layers }, (_, i) => this.s.layer.replace("{n}", i + 1));
+    const stacked = [
+      { type: "bar", name: this.s.cache_self, x: layers, y: layers.map(() => info.self_positions), marker: { color: ACCENT } },
+      { type: "bar", name: this.s.cache_cross, x: layers, y: layers.map(() => info.cross_positions),
+        marker: { color: "#aab4c5" } },
+    ];
+    Plotly.react("view-kv-layers", stacked, { barmode: "stack", margin: { ...MARGIN, l: 40, b: 30 },
+                                              legend: { orientation: "h", y: 1.15 } }, CONFIG);
+    const x = steps.map((step) => step.seq);
+    const timed = [
+      { type: "scatter", mode: "lines+markers", name: this.s.with_cache, x, y: steps.map((s) => s.timing.step_ms),
+        line: { color: ACCENT } },
+    ];
+    if (steps.some((s) => s.timing.recompute_ms != null)) {
+      timed.push({ type: "scatter", mode: "lines+markers", name: this.s.recompute, x,
+                   y: steps.map((s) => s.timing.recompute_ms ?? null), line: { color: "#b4540a" } });
+    }
+    Plotly.react("view-kv-time", timed, { margin: { ...MARGIN, l: 50, b: 30 }, yaxis: { title: this.s.ms, rangemode: "tozero" },
+                                          legend: { orientation: "h", y: 1.15 } }, CONFIG);
+  }
+}

@@ -1,0 +1,85 @@
+"""Chromium: a student watches the shipped zh-en model translate token by token, then steps through one."""
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.test_sign_in import PASSWORD, sign_in
+from webapp.accounts.services import demo_accounts_ensure
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SENTENCE = "昨天我在花园里画了三条大鱼。"  # "i drew three big fish in the garden yesterday ."
+STATUS = "document.querySelector('[data-testid=status]').textContent"
+TOKENS = "document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length"
+
+
+@pytest.fixture
+def demo(transactional_db):
+    demo_accounts_ensure(password=PASSWORD)
+
+
+@pytest.fixture
+def zh_en(transactional_db):
+    """The shipped Post-LN zh-en model, registered as `make setup` registers it."""
+    from webapp.registry.services import shipped_models_register
+
+    names = [model.name for model in shipped_models_register()]
+    assert "zh-en-post" in names, f"modelcore/shipped has no zh-en-post model (it has: {names})"
+    return "zh-en-post"
+
+
+def open_playground(page, base: str, model: str) -> None:
+    sign_in(page, base, "student")
+    page.goto(base + "/playground/")
+    page.get_by_test_id("model-picker").select_option(model)
+    page.wait_for_selector(f"[data-testid=model-card][data-model='{model}']")
+    page.wait_for_function(f"{STATUS}.startsWith('Ready')")
+
+
+def watch_translation(page, source: str, pace_ms: str = "100") -> tuple[str, list[str]]:
+    """Run one decode at a classroom pace; returns the final output and every text shown on the way."""
+    page.get_by_test_id("source").fill(source)
+    page.get_by_test_id("pace").select_option(pace_ms)
+    page.evaluate("""() => {
+        const output = document.querySelector('[data-testid=output]');
+        window.seenTexts = [];
+        new MutationObserver(() => window.seenTexts.push(output.textContent))
+            .observe(output, {childList: true, characterData: true, subtree: true});
+    }""")
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
+    return page.get_by_test_id("output").inner_text(), page.evaluate("window.seenTexts")
+
+
+def test_a_student_watches_a_chinese_sentence_translate_token_by_token(
+    asgi_server, demo, zh_en, page_factory, start_worker
+):
+    start_worker("interactive")
+    page = page_factory("en-US")
+    open_playground(page, asgi_server, zh_en)
+    final, seen = watch_translation(page, SENTENCE)
+
+    assert final and final.isascii()  # English words out of a Chinese sentence
+    partial = {text for text in seen if text and text != final}
+    assert all(final.startswith(text) for text in partial)
+    assert len({len(text) for text in partial}) >= 3  # the output grew in front of the student
+    n_tokens = page.evaluate(TOKENS)
+    cross = page.evaluate("(() => { const p = document.getElementById('view-cross'); "
+                          "return {type: p.data[0].type, rows: p.data[0].z.length, cols: p.data[0].z[0].length}; })()")
+    assert cross == {"type": "heatmap", "rows": n_tokens, "cols": len(SENTENCE)}  # one source token per character
+    assert page.locator("#view-cross g.hm image").count() == 1  # drawn, not only planned
+
+
+def test_in_step_mode_one_click_gives_exactly_one_token(asgi_server, demo, zh_en, page_factory, start_worker):
+    start_worker("interactive")
+    page = page_factory("en-US")
+    open_playground(page, asgi_server, zh_en)
+    page.get_by_test_id("source").fill(SENTENCE)
+    for clicks in (1, 2, 3):
+        page.get_by_test_id("step").click()
+        page.wait_for_function(f"{TOKENS} === {clicks}")
+        page.wait_for_timeout(600)  # nothing more comes until the next click
+        assert page.evaluate(TOKENS) == clicks
+    assert len(page.get_by_test_id("output").inner_text().split()) == 3
+    page.get_by_test_id("cancel").click()
+    page.wait_for_function(f"{STATUS}.startsWith('Done')")

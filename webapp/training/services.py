@@ -73,11 +73,9 @@ def job_retry(*, job: TrainingJob) -> TrainingJob:
 
 
 def jobs_recover() -> int:
-    """At a training worker's start: send every unfinished job again, in case its message died with a worker.
-
-    A delivery for a job whose lease is live waits until it lapses; if the holder renewed it meanwhile, the
-    delivery was a duplicate and is dropped, so sending too often costs a message, never a second run.
-    """
+    """At a training worker's start: send every unfinished job again, in case its message died with a worker."""
+    # A delivery for a job whose lease is live looks again once it could have lapsed; if the holder renewed it
+    # meanwhile, the delivery was a duplicate and is dropped: sending too often costs a message, never a run.
     count = 0
     for job in TrainingJob.objects.filter(status__in=TrainingJob.ACTIVE).order_by("queued_at"):
         if job.status == Status.RUNNING and job.lease_expires_at is not None:
@@ -106,6 +104,8 @@ def jobs_active_count(owner: Any) -> int:
 def jobs_with_positions() -> list[TrainingJob]:
     """Every job, newest first, each queued one with its `position` in the queue (1: next to run)."""
     jobs = list(TrainingJob.objects.select_related("owner", "dataset", "model").order_by("-created_at"))
+    for job in jobs:
+        job.position = None
     queued = sorted((j for j in jobs if j.status == Status.QUEUED), key=lambda j: (j.queued_at, j.pk))
     for position, job in enumerate(queued, start=1):
         job.position = position

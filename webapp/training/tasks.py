@@ -39,11 +39,9 @@ def recover_unfinished_jobs(sender: Any = None, **_: Any) -> None:
 
 @worker_shutting_down.connect
 def checkpoint_running_jobs(sender: str = "", how: str = "", **_: Any) -> None:
-    """On a warm shutdown, runs on this worker checkpoint and queue themselves again.
-
-    Called inside a signal handler, so the database is touched from a fresh thread (never from the
-    interrupted code's connection).
-    """
+    """On a warm shutdown, runs on this worker checkpoint and queue themselves again."""
+    # This runs inside a signal handler: touch the database from a fresh thread, never through the
+    # connection of the code it interrupted.
     if how != "Warm":
         return
 

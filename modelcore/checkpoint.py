@@ -157,25 +157,34 @@ def load_model(name_or_dir: str | Path, device: str | torch.device | None = "cpu
     )
 
 
-def save_train_state(directory: Path, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
-    """Optimizer moments and RNG states (safetensors), then counters and settings (JSON), written last."""
+def save_train_state(
+    directory: Path, optimizer: torch.optim.Optimizer, state: dict[str, Any], model: torch.nn.Module | None = None
+) -> None:
+    """Optimizer moments, RNG states and a copy of the weights (safetensors), then the JSON that commits them."""
+    # A crash can stop a checkpoint between any two files. So the tensors go to a new file named by its step,
+    # the JSON (replaced atomically, last) names it, and only then is the previous one removed: whenever the
+    # process dies, train_state.json names one complete set, weights included (model.safetensors may by then
+    # hold the next checkpoint's weights).
     opt = optimizer.state_dict()
     tensors: dict[str, torch.Tensor] = {}
     for index, param_state in opt["state"].items():
         for key, value in param_state.items():
             tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
+    if model is not None:  # copies: tied embeddings share storage, which save_file refuses
+        tensors.update({f"model.{k}": v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()})
     tensors["rng.torch"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
-    _write_atomically(directory / STATE_TENSORS_FILE, lambda tmp: save_file(tensors, str(tmp)))
-    payload = {
-        **state,
-        "param_groups": opt["param_groups"],
-        # Ties the three files together: resuming from a mix of two checkpoints is refused.
-        "weights_sha256": file_hash(directory / WEIGHTS_FILE),
-        "tensors_sha256": file_hash(directory / STATE_TENSORS_FILE),
-    }
+    name = f"train_state-{state.get('step', 0)}.safetensors"
+    _write_atomically(directory / name, lambda tmp: save_file(tensors, str(tmp)))
+    payload = {**state, "param_groups": opt["param_groups"], "tensors_file": name,
+               "tensors_sha256": file_hash(directory / name)}
+    if model is None:  # the weights are only in model.safetensors: tie them to this state
+        payload["weights_sha256"] = file_hash(directory / WEIGHTS_FILE)
     _write_json(directory / STATE_JSON_FILE, payload)
+    for old in directory.glob("train_state*.safetensors"):
+        if old.name != name:
+            old.unlink(missing_ok=True)
 
 
 def has_train_state(directory: str | Path) -> bool:
@@ -183,14 +192,22 @@ def has_train_state(directory: str | Path) -> bool:
     return (Path(directory) / STATE_JSON_FILE).is_file()
 
 
-def load_train_state(directory: Path, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """Restore the optimizer and the RNG states; returns the JSON part (step, sampler position, ...)."""
+def load_train_state(
+    directory: Path, optimizer: torch.optim.Optimizer, model: torch.nn.Module | None = None
+) -> dict[str, Any]:
+    """Restore the optimizer, the RNG states and (when saved with them) the weights; returns the JSON part."""
     state = _read_json(directory / STATE_JSON_FILE)
-    if state.get("weights_sha256") != file_hash(directory / WEIGHTS_FILE) or state.get(
-        "tensors_sha256"
-    ) != file_hash(directory / STATE_TENSORS_FILE):
+    tensors_path = directory / state.get("tensors_file", STATE_TENSORS_FILE)
+    if not tensors_path.is_file() or state.get("tensors_sha256") != file_hash(tensors_path):
+        raise CheckpointError(f"{directory}: the training state's tensors are missing or changed (interrupted write?)")
+    if "weights_sha256" in state and state["weights_sha256"] != file_hash(directory / WEIGHTS_FILE):
         raise CheckpointError(f"{directory}: training state does not match the saved weights (interrupted write?)")
-    tensors = load_file(str(directory / STATE_TENSORS_FILE))
+    tensors = load_file(str(tensors_path))
+    weights = {name[len("model."):]: value for name, value in tensors.items() if name.startswith("model.")}
+    if weights:
+        if model is None:
+            raise CheckpointError(f"{directory}: this training state holds the weights; pass the model to restore them")
+        model.load_state_dict(weights, strict=True)
     per_param: dict[int, dict[str, torch.Tensor]] = {}
     for name, value in tensors.items():
         if name.startswith("optimizer."):
@@ -201,3 +218,11 @@ def load_train_state(directory: Path, optimizer: torch.optim.Optimizer) -> dict[
     if "rng.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng.cuda"])
     return state
+
+
+def remove_train_state(directory: str | Path) -> None:
+    """Delete the resumable state of a finished run (it is about three times the model's size)."""
+    directory = Path(directory)
+    (directory / STATE_JSON_FILE).unlink(missing_ok=True)
+    for path in directory.glob("train_state*.safetensors"):
+        path.unlink(missing_ok=True)

@@ -143,7 +143,7 @@ def train(
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=config.betas, eps=config.eps)
     state: dict[str, Any] = {"step": 0, "epoch": 0, "index": 0, "history": [], "evals": [], "train_seconds": 0.0}
     if resuming:
-        state = load_train_state(out_dir, optimizer)
+        state = load_train_state(out_dir, optimizer, model)
         if state.get("task") != task.name:
             raise CheckpointError(f"{out_dir} holds a run on task {state.get('task')!r}, not {task.name!r}")
     examples = encode_pairs(task.train, src_tok, tgt_tok, model.config.max_len)
@@ -152,7 +152,9 @@ def train(
 
     def checkpoint(metrics: dict[str, Any] | None = None) -> None:
         save_model(out_dir, model, src_tok, tgt_tok, metrics or _metrics(task, model, config, state))
-        save_train_state(out_dir, optimizer, {**state, **stream.position(), "task": task.name, "train": config.to_dict()})
+        save_train_state(
+            out_dir, optimizer, {**state, **stream.position(), "task": task.name, "train": config.to_dict()}, model
+        )
 
     model.train()
     step, stopped, started = state["step"], False, time.perf_counter()

@@ -85,3 +85,32 @@ def test_a_folder_of_another_task_is_not_resumed(tmp_path: Path, small_reverse) 
     train(small_reverse, tmp_path, _config(steps=2))
     with pytest.raises(ValueError, match="task 'reverse', not 'copy'"):
         train(get_task("copy", n_train=100, n_valid=10, n_test=10), tmp_path, _config(steps=4))
+
+
+def test_a_run_killed_in_the_middle_of_a_checkpoint_resumes_exactly(tmp_path: Path, small_reverse, monkeypatch) -> None:
+    import modelcore.training.trainer as trainer
+
+    whole = train(small_reverse, tmp_path / "whole", _config())
+    real_save = trainer.save_train_state
+
+    class Killed(Exception):
+        pass
+
+    def killed_at_step_8(directory, optimizer, state, model=None):
+        if state["step"] == 8:  # model.safetensors already holds step 8's weights; the state is half written
+            (directory / "train_state-8.safetensors").write_bytes(b"half a file")
+            raise Killed
+        real_save(directory, optimizer, state, model)
+
+    monkeypatch.setattr(trainer, "save_train_state", killed_at_step_8)
+    with pytest.raises(Killed):
+        train(small_reverse, tmp_path / "killed", _config())
+    monkeypatch.undo()
+
+    steps_seen: list[int] = []
+    resumed = train(small_reverse, tmp_path / "killed", _config(), on_step=lambda info: steps_seen.append(info.step))
+    assert steps_seen == list(range(5, 13)), "it resumed from the last complete checkpoint (step 4)"
+    expected = load_model(whole.out_dir).model.state_dict()
+    for name, tensor in load_model(resumed.out_dir).model.state_dict().items():
+        assert torch.equal(tensor, expected[name]), name
+    assert [p.name for p in (tmp_path / "killed").glob("train_state*.safetensors")] == ["train_state-12.safetensors"]

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from modelcore.checkpoint import STATE_JSON_FILE, STATE_TENSORS_FILE
+from modelcore.checkpoint import STATE_JSON_FILE, remove_train_state
 from modelcore.training import train
 from webapp.registry.services import model_register_folder
 from webapp.training.lease import Claim, lease_owner_name, lease_release, lease_take
@@ -92,8 +92,7 @@ def _run_under_lease(job: TrainingJob, owner: str, worker: str) -> str:
                                   title=job_model_title(job), published=False, created_by=job.owner)
     outcome = _finish(session, job, Status.SUCCEEDED, "", model=model,
                       result={k: result.metrics[k] for k in ("valid", "test") if k in result.metrics})
-    for name in (STATE_JSON_FILE, STATE_TENSORS_FILE):  # the optimizer state is twice the model; done with it
-        (job.folder / name).unlink(missing_ok=True)
+    remove_train_state(job.folder)  # about three times the model's size, and no use once the job is done
     return outcome
 
 

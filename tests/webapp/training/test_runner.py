@@ -45,7 +45,9 @@ def test_a_finished_job_becomes_a_hidden_model_with_its_metrics(admin, store):
     assert job.result["test"] == model.metrics["test"]
     assert job.history[0]["step"] == 1 and job.history[-1]["step"] == 30
     assert "finished" in job.log and "attempt 1 of 3" in job.log
-    assert not (job.folder / "train_state.json").exists(), "the optimizer state is dropped once the model is done"
+    assert sorted(p.name for p in job.folder.iterdir()) == [
+        "config.json", "job.json", "metrics.json", "model.safetensors", "tokenizer.json"
+    ], "the training state is dropped once the model is done"
     assert job.lease_owner == "" and job.lease_expires_at is None
 
 

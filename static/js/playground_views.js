@@ -24,7 +24,7 @@ function stepToken(step) {
 }
 
 function axis(labels, extra = {}) {
-  return { tickvals: labels.map((_, i) => i), ticktext: labels, tickfont: { size: 11 }, ...extra };
+  return { tickvals: labels.map((_, i) => i), ticktext: labels, tickfont: { size: 11 }, zeroline: false, showgrid: false, ...extra };
 }
 
 function heatmap(element, z, xLabels, yLabels, hover) {

@@ -30,7 +30,9 @@ class DecodeConsumer(JsonSocket):
         # The channel layer delivers only to existing subscribers: this consumer's channel was
         # subscribed when it connected, so the worker's first frame cannot be lost.
         try:
-            job = await database_sync_to_async(decode_submit)(
+            # Not thread-sensitive: a class sending 30 requests at once is checked in parallel threads,
+            # not queued behind one another on Channels' single database thread.
+            job = await database_sync_to_async(decode_submit, thread_sensitive=False)(
                 user=self.scope["user"], frame=frame, reply_channel=self.channel_name
             )
         except ProtocolError as error:

@@ -66,14 +66,7 @@ class Batcher:
         tick = Tick()
         wall = time.time() if now is None else now
         mono = time.monotonic()
-        for job, loaded in jobs:
-            try:
-                self._admit(job, loaded, wall, tick)
-            except Exception:  # whatever the job held, its client hears of it and the others go on
-                log.exception("could not admit %s", job.request_id)
-                self._discard(job.request_id)
-                self._error(job, "internal", "the worker could not start this request", tick)
-                tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
+        self._admit_all(jobs, wall, tick)
         for request_id in cancels & set(self.live):
             self._stop(request_id, "cancelled", tick)
         for request_id, count in credits.items():
@@ -103,33 +96,66 @@ class Batcher:
 
     # -- joining ----------------------------------------------------------------------------------
 
-    def _admit(self, job: Job, loaded: LoadedModel | Exception, wall: float, tick: Tick) -> None:
+    def _admit_all(self, jobs: list[Admission], wall: float, tick: Tick) -> None:
+        """Start new requests; those joining one lane are encoded together, in one encoder call."""
+        by_lane: dict[int, tuple[Lane, list[_Prepared]]] = {}
+        for job, loaded in jobs:
+            prepared = self._prepare(job, loaded, tick)
+            if prepared is not None:
+                lane = self._lane_for(job, prepared.loaded)
+                by_lane.setdefault(id(lane), (lane, []))[1].append(prepared)
+        for lane, group in by_lane.values():
+            starts: list[StartEvent | None]
+            try:
+                starts = list(lane.decoder.add_many([(p.job.request_id, p.src_ids, p.params) for p in group]))
+            except DecodeError:  # one bad request: start the others one by one and tell that one why
+                starts = [self._add_one(lane, p, tick) for p in group]
+            for prepared, start in zip(group, starts, strict=True):
+                if start is not None:
+                    self._started(lane, prepared, start, wall, tick)
+
+    def _prepare(self, job: Job, loaded: LoadedModel | Exception, tick: Tick) -> _Prepared | None:
+        """Tokenize and check one job; None (and an error frame) when it cannot start."""
         if isinstance(loaded, Exception):
-            self._error(job, "model_unavailable", f"the worker could not load {job.model_name}: {loaded}", tick)
-            tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
-            return
+            self._refuse(job, "model_unavailable", f"the worker could not load {job.model_name}: {loaded}", tick)
+            return None
         try:
             src_ids = loaded.src_tokenizer.encode(job.source)
             if len(src_ids) > loaded.config.max_len:
                 raise _Refused("source_too_long",
                                f"the source has {len(src_ids)} tokens; {job.model_name} takes at most {loaded.config.max_len}")
-            params = _params(job, loaded, len(src_ids))
-            lane = self._lane_for(job, loaded)
-            start = lane.decoder.add(job.request_id, src_ids, params)
+            return _Prepared(job, loaded, src_ids, _params(job, loaded, len(src_ids)))
         except _Refused as refused:
-            self._error(job, refused.code, str(refused), tick)
-            tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
-            return
+            self._refuse(job, refused.code, str(refused), tick)
+        except Exception:  # whatever the job held, its client hears of it and the others go on
+            log.exception("could not prepare %s", job.request_id)
+            self._refuse(job, "internal", "the worker could not start this request", tick)
+        return None
+
+    def _add_one(self, lane: Lane, prepared: _Prepared, tick: Tick) -> StartEvent | None:
+        try:
+            return lane.decoder.add(prepared.job.request_id, prepared.src_ids, prepared.params)
         except DecodeError as error:
-            self._error(job, "bad_request", str(error), tick)
-            tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
-            return
+            self._refuse(prepared.job, "bad_request", str(error), tick)
+            return None
+
+    def _started(self, lane: Lane, prepared: _Prepared, start: StartEvent, wall: float, tick: Tick) -> None:
+        job = prepared.job
         live = Live(job=job, lane=lane, deadline=job.submitted_at + job.max_seconds, admitted_at=wall)
-        if job.compare_cache:
-            live.shadow = Shadow(loaded, src_ids, start.max_len)
         lane.live[job.request_id] = live
         self.live[job.request_id] = live
-        self._emit(job, self._start_frame(start, job, loaded), tick)
+        try:
+            if job.compare_cache:
+                live.shadow = Shadow(prepared.loaded, prepared.src_ids, start.max_len)
+            self._emit(job, self._start_frame(start, job, prepared.loaded), tick)
+        except Exception:
+            log.exception("could not start %s", job.request_id)
+            self._discard(job.request_id)
+            self._refuse(job, "internal", "the worker could not start this request", tick)
+
+    def _refuse(self, job: Job, code: str, message: str, tick: Tick) -> None:
+        self._error(job, code, message, tick)
+        tick.ended.append(Ended(job.user_id, job.request_id, "error", 0))
 
     def _lane_for(self, job: Job, loaded: LoadedModel) -> Lane:
         if job.private:
@@ -227,6 +253,16 @@ class Batcher:
     def _error(self, job: Job, code: str, message: str, tick: Tick) -> None:
         frame = frames.error_frame(code, message, request_id=job.request_id, tag=job.tag)
         tick.out.append(Out(job.reply, job.request_id, True, frames.dumps(frame)))
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A job checked and tokenized, ready to join its lane."""
+
+    job: Job
+    loaded: LoadedModel
+    src_ids: list[int]
+    params: DecodeParams
 
 
 class _Refused(Exception):

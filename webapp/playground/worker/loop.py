@@ -30,6 +30,7 @@ from webapp.playground.worker.warm import WarmModels
 log = logging.getLogger(__name__)
 
 ENDED_TTL_S = 300
+Control = tuple[set[str], dict[str, int]]  # requests to cancel, step credits per request
 MAX_CREDITS_READ = 100
 
 
@@ -96,18 +97,23 @@ class DecodeLoop:
         sender = asyncio.create_task(self._send_forever(outbox, client))
         self._ready.set()
         tick = Tick()
+        control: asyncio.Task[Control] | None = None
         try:
             while not self._stopping:
                 try:
                     jobs = await self._collect(tick.wake_in)
-                    cancels, credits = await self._read_control(client, tick)
+                    cancels, credits = await control if control is not None else (set(), {})
                     call = functools.partial(self.batcher.tick, jobs=jobs, cancels=cancels, credits=credits)
-                    tick = await self._loop.run_in_executor(compute, call)
+                    turn = self._loop.run_in_executor(compute, call)
+                    # Read the flags for the next turn while this one computes: a cancel sent now
+                    # stops the request before its next step, and the read costs a turn no time.
+                    control = asyncio.create_task(self._read_control(client, tick))
+                    tick = await turn
                     if tick.out or tick.ended or tick.extended:
                         outbox.put_nowait(tick)
                 except Exception:  # keep serving: one bad turn must not end every student's decode
                     log.exception("playground loop turn failed")
-                    tick = Tick(wake_in=0.05)
+                    tick, control = Tick(wake_in=0.05), None
             last = await self._loop.run_in_executor(
                 compute, self.batcher.stop_all, "worker_stopping", "the worker is shutting down; try again"
             )
@@ -135,7 +141,7 @@ class DecodeLoop:
                 jobs.append(item)
         return jobs
 
-    async def _read_control(self, client: aioredis.Redis, tick: Tick) -> tuple[set[str], dict[str, int]]:
+    async def _read_control(self, client: aioredis.Redis, tick: Tick) -> Control:
         """Cancel flags of every live request and step credits of step-mode ones, in one round trip."""
         if not tick.live:
             return set(), {}

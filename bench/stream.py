@@ -1,0 +1,300 @@
+"""Streaming through the real stack: WebSocket clients -> daphne -> Celery worker -> Redis -> back.
+
+    .venv/bin/python bench/stream.py [--tokens 48] [--rounds 5] [--clients 32] [--out bench/results/stream.json]
+
+Starts its own embedded Redis, database, daphne and `interactive` worker (thread pool of 4,
+as `make run` does), registers the shipped zh-en-post model (or, when it has not shipped yet,
+a random model of the same "small" size on the same tokenizers) and warms it. Each request
+decodes exactly --tokens tokens (min_len = max_len), greedy, no attention capture. Measured
+at the client, per token frame:
+  - first token: from sending the `decode` frame to receiving token 0;
+  - gap: between two token frames of one request;
+  - overhead: gap minus the decoder's own step time for that token (`timing.step_ms`, which
+    the worker measures around the batched step): what the stack adds to each frame.
+1 client sends requests one after another; N clients send one request each at the same
+moment, for several rounds. Tokens/s counts every token of a run over its wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT))
+
+SOURCE = "昨天我在花园里画了三条大鱼。"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(values, 50), 3), "p99": round(percentile(values, 99), 3),
+            "mean": round(statistics.fmean(values), 3) if values else float("nan"), "n": len(values)}
+
+
+# -- the stack -------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def prepare(data_dir: Path) -> tuple[str, str]:
+    """Migrate a fresh database, make a student, register a model; returns (session cookie, model name)."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.core.management import call_command
+
+    from modelcore.checkpoint import SHIPPED_DIR, shipped_models
+    from webapp.registry.services import model_register_folder
+
+    call_command("migrate", verbosity=0)
+    user = User.objects.create_user("bench", password="bench-only")
+    session = SessionStore()
+    session.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
+                    "_auth_user_hash": user.get_session_auth_hash()})
+    session.create()
+    if "zh-en-post" in shipped_models():
+        folder, name = SHIPPED_DIR / "zh-en-post", "zh-en-post"
+    else:
+        folder, name = random_small_model(data_dir / "models" / "zh-en-random"), "zh-en-random"
+    model_register_folder(folder=folder, name=name, task="zh-en", published=True)
+    return session.session_key, name
+
+
+def random_small_model(folder: Path) -> Path:
+    """The shipped models' size ("small" preset) on the zh-en tokenizers, random weights."""
+    import torch
+
+    from modelcore import EncoderDecoder, ModelConfig
+    from modelcore.checkpoint import save_model
+    from modelcore.tasks import get_task
+
+    src_tok, tgt_tok = get_task("zh-en", seed=0).build_tokenizers()
+    torch.manual_seed(0)
+    config = ModelConfig.from_preset("small", src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size)
+    return save_model(folder, EncoderDecoder(config).eval(), src_tok, tgt_tok, {"task": "zh-en"})
+
+
+def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def wait_worker(redis_url: str, timeout: float = 120) -> None:
+    from celery import Celery
+
+    from webapp.settings.env import redis_url_for_celery
+
+    app = Celery("bench-control", broker=redis_url_for_celery(redis_url), set_as_current=False)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if app.control.ping(timeout=0.5):
+            return
+    raise RuntimeError("the worker did not answer")
+
+
+def wait_http(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("daphne did not start")
+
+
+# -- the clients -----------------------------------------------------------------------------------
+
+
+async def connect(port: int, session_key: str) -> Any:
+    """A WebSocket client (autobahn, installed with daphne) that timestamps each frame on arrival."""
+    from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
+
+    loop = asyncio.get_running_loop()
+    opened: asyncio.Future[Any] = loop.create_future()
+
+    class Client(WebSocketClientProtocol):
+        def onOpen(self) -> None:  # noqa: N802 (autobahn's names)
+            self.inbox: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+            opened.set_result(self)
+
+        def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
+            self.inbox.put_nowait((time.perf_counter(), payload))
+
+    factory = WebSocketClientFactory(f"ws://127.0.0.1:{port}/ws/decode/", origin=f"http://127.0.0.1:{port}",
+                                     headers={"Cookie": f"sessionid={session_key}"})
+    factory.protocol = Client
+    await loop.create_connection(factory, "127.0.0.1", port)
+    return await asyncio.wait_for(opened, 10)
+
+
+async def decode(client: Any, model: str, tokens: int) -> dict[str, Any]:
+    """One request; the arrival time and decoder step time of each of its token frames."""
+    frame = {"type": "decode", "model": model, "source": SOURCE, "min_len": tokens, "max_len": tokens}
+    sent = time.perf_counter()
+    client.sendMessage(json.dumps(frame).encode())
+    arrivals: list[tuple[float, float]] = []
+    while True:
+        at, payload = await asyncio.wait_for(client.inbox.get(), 60)
+        message = json.loads(payload)
+        if message["type"] == "token":
+            arrivals.append((at, message["timing"]["step_ms"]))
+        elif message["type"] in ("done", "error"):
+            if message["type"] == "error":
+                raise RuntimeError(message)
+            return {"sent": sent, "ended": at, "arrivals": arrivals, "timings": message["timings"]}
+
+
+def measure(results: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    first = [(r["arrivals"][0][0] - r["sent"]) * 1000 for r in results]
+    gaps, overheads, steps = [], [], []
+    for r in results:
+        for (before, _), (at, step_ms) in zip(r["arrivals"], r["arrivals"][1:], strict=False):
+            gap = (at - before) * 1000
+            gaps.append(gap)
+            steps.append(step_ms)
+            overheads.append(gap - step_ms)
+    n_tokens = sum(len(r["arrivals"]) for r in results)
+    return {"requests": len(results), "tokens": n_tokens, "tokens_per_s": round(n_tokens / wall_s, 1),
+            "first_token_ms": summary(first),
+            # where the first token's time went: socket + Celery until the loop took the job, then the loop
+            "queue_ms": summary([r["timings"]["queue_ms"] for r in results]),
+            "first_token_at_worker_ms": summary([r["timings"]["first_token_ms"] for r in results]),
+            "gap_ms": summary(gaps), "decoder_step_ms": summary(steps), "overhead_ms": summary(overheads)}
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU time each process has used so far (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {}
+    for name, pid in pids.items():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        used[name] = (int(fields[11]) + int(fields[12])) / ticks
+    return used
+
+
+def cpu_share(before: dict[str, float], after: dict[str, float], wall_s: float) -> dict[str, float]:
+    """Cores each process kept busy during a run (1.0: one core all the time)."""
+    return {name: round((after[name] - before[name]) / wall_s, 2) for name in before}
+
+
+async def run_clients(
+    port: int, session_key: str, model: str, args: argparse.Namespace, pids: dict[str, int]
+) -> dict[str, Any]:
+    clients = [await connect(port, session_key) for _ in range(args.clients)]
+    for client in clients[:4]:  # warm the path: worker threads, model, connections
+        await decode(client, model, args.tokens)
+    one, started, cpu = [], time.perf_counter(), cpu_seconds(pids)
+    for _ in range(args.sequential):
+        one.append(await decode(clients[0], model, args.tokens))
+    wall = time.perf_counter() - started
+    single = {**measure(one, wall), "cores_busy": cpu_share(cpu, cpu_seconds(pids), wall)}
+    many, wall, cpu = [], 0.0, cpu_seconds(pids)
+    for _ in range(args.rounds):
+        started = time.perf_counter()
+        many += await asyncio.gather(*(decode(c, model, args.tokens) for c in clients))
+        wall += time.perf_counter() - started
+    together = {**measure(many, wall), "cores_busy": cpu_share(cpu, cpu_seconds(pids), wall)}
+    for client in clients:
+        client.sendClose()
+    return {"1_client": single, f"{args.clients}_clients": together,
+            "speedup": round(together["tokens_per_s"] / single["tokens_per_s"], 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=48)
+    parser.add_argument("--sequential", type=int, default=20, help="requests of the single client")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "stream.json")
+    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.prepare:  # the child that sets up the database (see below)
+        print(json.dumps(prepare(Path(os.environ["DATA_DIR"]))))
+        return 0
+
+    from scripts.redis_embedded import EmbeddedRedis
+
+    data_dir = Path(tempfile.mkdtemp(prefix="encdec-stream-"))
+    redis = EmbeddedRedis(data_dir / "run")
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="webapp.settings.dev", DEBUG="0", SECRET_KEY="bench-only",
+               ALLOWED_HOSTS="127.0.0.1,localhost", DATA_DIR=str(data_dir), REDIS_URL=redis.start(),
+               PLAYGROUND_MAX_CONCURRENT="1000", PLAYGROUND_REQUESTS_PER_MINUTE="100000", PYTHONUNBUFFERED="1")
+    os.environ.update(env)
+    port = free_port()
+    procs = []
+    try:
+        # Django (which loads daphne, hence Twisted) stays out of this process: autobahn's asyncio
+        # client cannot share a process with Twisted's txaio.
+        prepared = subprocess.run([sys.executable, __file__, "--prepare"], env=env, check=True, capture_output=True,
+                                  text=True)
+        session_key, model = json.loads(prepared.stdout.strip().splitlines()[-1])
+        procs.append(start([str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
+                           env, data_dir / "daphne.log"))
+        procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
+                            "--concurrency", "4", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
+                           env, data_dir / "worker.log"))
+        wait_http(port)
+        wait_worker(env["REDIS_URL"])
+        load_before = os.getloadavg()
+        pids = {"web (daphne)": procs[0].pid, "worker": procs[1].pid, "clients (this process)": os.getpid()}
+        figures = asyncio.run(run_clients(port, session_key, model, args, pids))
+        load_after = os.getloadavg()
+    finally:
+        for proc in procs:
+            stop(proc)
+        redis.stop()
+    result = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "load_average_before": [round(x, 2) for x in load_before],
+                    "load_average_after": [round(x, 2) for x in load_after]},
+        "model": model, "tokens_per_request": args.tokens, "worker": "celery threads pool x4, 1 torch thread",
+        **figures,
+    }
+    print(json.dumps(result, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -23,6 +23,7 @@ function followRun(panel) {
   const bar = panel.querySelector(".run-progress");
   const status = panel.querySelector(".run-status");
   const live = panel.querySelector(".live-loss");
+  const labels = JSON.parse(panel.dataset.statusLabels || "{}");
   const arms = new Map(); // arm label -> trace index of the live loss chart
   if (live) Plotly.newPlot(live, [], { margin: { t: 30 }, title: { text: "loss" }, xaxis: { title: { text: "step" } } }, CONFIG);
   const scheme = location.protocol === "https:" ? "wss" : "ws";
@@ -35,7 +36,7 @@ function followRun(panel) {
   };
   socket.addEventListener("message", (event) => {
     const frame = JSON.parse(event.data);
-    if (frame.status) { status.textContent = frame.status; panel.dataset.status = frame.status; }
+    if (frame.status) { status.textContent = labels[frame.status] || frame.status; panel.dataset.status = frame.status; }
     if (typeof frame.progress === "number") setProgress(frame.progress);
     if (frame.type === "progress" && live && frame.arm !== undefined && typeof frame.loss === "number") {
       if (!arms.has(frame.arm)) {
@@ -46,7 +47,8 @@ function followRun(panel) {
     }
     if (frame.type === "done" || (frame.type === "state" && frame.status === "done")) showResult();
     if (frame.type === "failed" || (frame.type === "state" && frame.status === "failed")) {
-      status.textContent = `failed: ${frame.message || frame.error || ""}`;
+      panel.dataset.status = "failed";
+      status.textContent = `${labels.failed || "failed"}: ${frame.message || frame.error || ""}`;
       socket.close();
     }
   });

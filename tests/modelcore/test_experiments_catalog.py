@@ -2,20 +2,12 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from modelcore.experiments import canonical_params, run_experiment
 
 SMALL = {"layers": 2, "d_model": 32, "d_ff": 64}
 SHORT_RUN = {**SMALL, "n_train": 100, "steps": 6, "batch_size": 8, "eval_every": 3, "eval_size": 8}
 
-
-@pytest.fixture(autouse=True)
-def two_threads():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(min(2, previous))
-    yield
-    torch.set_num_threads(previous)
 
 
 def test_defaults_are_filled_in_so_equal_requests_have_equal_parameters():

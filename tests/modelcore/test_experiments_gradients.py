@@ -2,25 +2,18 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from modelcore.config import ModelConfig
 from modelcore.experiments import gradient_norms_at_init, series
 
 SEEDS = (0, 1, 2)
+SMALL_BATCH = {"batches": 1, "batch_size": 8, "src_len": 12, "tgt_len": 12}  # a third of the default work
 
 
 def config(layers: int, **switches) -> ModelConfig:
     return ModelConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=64, n_heads=4, d_ff=256,
                        n_encoder_layers=layers, n_decoder_layers=layers, dropout=0.0, **switches)
 
-
-@pytest.fixture(autouse=True)
-def two_threads():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(min(2, previous))
-    yield
-    torch.set_num_threads(previous)
 
 
 def test_it_answers_in_the_gradflow_json_shape():
@@ -40,23 +33,28 @@ def test_the_same_seeds_give_the_same_figures():
     assert first["layers"] == again["layers"]
 
 
+@pytest.mark.slow
 def test_post_ln_decoder_ffn_gradient_rises_to_the_last_layer_and_pre_ln_stays_flat():
-    post = series(gradient_norms_at_init(config(6, norm_position="post"), seeds=SEEDS), "decoder", "ffn.linear2")
-    pre = series(gradient_norms_at_init(config(6, norm_position="pre"), seeds=SEEDS), "decoder", "ffn.linear2")
-    assert post[-1] > 3 * post[0], post  # measured: about 4.5x
+    post = series(gradient_norms_at_init(config(6, norm_position="post"), seeds=SEEDS, **SMALL_BATCH),
+                  "decoder", "ffn.linear2")
+    pre = series(gradient_norms_at_init(config(6, norm_position="pre"), seeds=SEEDS, **SMALL_BATCH),
+                 "decoder", "ffn.linear2")
+    assert post[-1] > 3 * post[0], post  # measured: 4.5x to 7x
     assert all(later > earlier for earlier, later in zip(post, post[1:], strict=False)), post
-    # Pre-LN: no growth towards the output (measured: a mild decline, 0.075 -> 0.041).
+    # Pre-LN: no growth towards the output (measured: a mild decline, e.g. 0.135 -> 0.071).
     assert pre[-1] < 1.2 * pre[0], pre
     assert max(pre) < 2.5 * min(pre), pre
     assert post[-1] / post[0] > 5 * (pre[-1] / pre[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm_position", ["pre", "post"])
 def test_without_residuals_the_first_decoder_layer_gets_far_less_gradient_at_depth_12(norm_position):
     seeds = (0, 1)
-    with_res = series(gradient_norms_at_init(config(12, norm_position=norm_position), seeds=seeds), "decoder", "layer")
-    without = series(gradient_norms_at_init(config(12, norm_position=norm_position, residual=False), seeds=seeds),
-                     "decoder", "layer")
+    with_res = series(gradient_norms_at_init(config(12, norm_position=norm_position), seeds=seeds, **SMALL_BATCH),
+                      "decoder", "layer")
+    without = series(gradient_norms_at_init(config(12, norm_position=norm_position, residual=False), seeds=seeds,
+                                            **SMALL_BATCH), "decoder", "layer")
     assert without[0] < with_res[0] / 10, (with_res[0], without[0])
     # The last layer still gets its share: the loss of gradient is on the way down, not everywhere.
     assert without[-1] > with_res[-1] / 10

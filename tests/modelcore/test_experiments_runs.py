@@ -4,20 +4,12 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from modelcore.experiments import RunConfig, arms_of, compare_runs, train_probe
 
 TINY = RunConfig(task="reverse", n_train=200, layers=2, d_model=32, n_heads=4, d_ff=64, steps=12, batch_size=8,
                  eval_every=6, eval_size=16, record_every=4)
 
-
-@pytest.fixture(autouse=True)
-def two_threads():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(min(2, previous))
-    yield
-    torch.set_num_threads(previous)
 
 
 def test_a_run_records_loss_validation_and_gradient_norms_per_layer():

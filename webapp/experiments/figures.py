@@ -54,31 +54,56 @@ def gradflow_figure(named: list[tuple[str, dict[str, Any]]], *, stack: str, grou
     traces = []
     for label, result in named:
         rows = [r for r in result["layers"] if r["stack"] == stack]
-        traces.append({**_line(label, [r["index"] + 1 for r in rows], [r["grad_norms"][group] for r in rows],
-                               COLORS.get(label.split(",")[0])),
+        means = [r["grad_norms"][group] for r in rows]
+        spread = [r["grad_norms_std"][group] for r in rows]
+        # On a log axis a bar below zero cannot be drawn: the lower half stops short of zero.
+        below = [min(s, 0.9 * m) for s, m in zip(spread, means, strict=True)]
+        traces.append({**_line(label, [r["index"] + 1 for r in rows], means, COLORS.get(label)),
                        "mode": "lines+markers",
-                       "error_y": {"type": "data", "array": [r["grad_norms_std"][group] for r in rows], "visible": True}})
+                       "error_y": {"type": "data", "array": spread, "arrayminus": below, "visible": True}})
     return {"data": traces, "layout": _layout(title, _("layer (1 = nearest the input)"), _("gradient norm"),
                                               yaxis={"type": "log"})}
 
 
-def heatmap_figure(arm: dict[str, Any], title: str) -> Figure:
-    """log10 of each layer's gradient norm (all its parameters) over training steps."""
-    norms = arm["run"]["grad_norms"]
-    z = [[math.log10(v) if v > 0 else None for v in row] for row in norms["layer"]]
-    trace = {"type": "heatmap", "x": norms["layers"], "y": norms["steps"], "z": z, "colorscale": "Viridis",
-             "colorbar": {"title": {"text": "log10 ‖g‖"}}}
-    return {"data": [trace], "layout": _layout(title, _("layer"), _("step"))}
+def _log_norms(arm: dict[str, Any]) -> list[list[float | None]]:
+    return [[math.log10(v) if v > 0 else None for v in row] for row in arm["run"]["grad_norms"]["layer"]]
+
+
+def heatmap_figures(result: dict[str, Any]) -> dict[str, Figure]:
+    """log10 of each layer's gradient norm (all its parameters) over training, one heatmap per arm, one colour scale."""
+    values = [v for arm in result["arms"] for row in _log_norms(arm) for v in row if v is not None]
+    z_range = {"zmin": min(values), "zmax": max(values)} if values else {}
+    figures = {}
+    for arm in result["arms"]:
+        norms = arm["run"]["grad_norms"]
+        trace = {"type": "heatmap", "x": norms["layers"], "y": norms["steps"], "z": _log_norms(arm),
+                 "colorscale": "Viridis", "colorbar": {"title": {"text": "log10 ‖g‖"}}, **z_range}
+        title = _("%(label)s: gradient norm per layer over training") % {"label": arm_name(arm)}
+        figures[f"heatmap_{arm['label']}"] = {"data": [trace], "layout": _layout(title, _("layer"), _("step"))}
+    return figures
 
 
 def drift_figure(result: dict[str, Any], *, measure: str, title: str, y_title: str) -> Figure:
     """Mean over positions of one drift measure against layer (0 = the stack's input), both arms."""
     traces = []
     for arm in result["arms"]:
-        start = {"cosine": 1.0, "distance": 0.0, "norm": _mean(arm["input_norm"])}[measure]
-        y = [start, *(_mean(layer[measure]) for layer in arm["layers"])]
+        y = [_drift_start(arm, measure), *(_layer_value(layer, measure) for layer in arm["layers"])]
         traces.append({**_line(arm["label"], list(range(len(y))), y, COLORS.get(arm["label"])), "mode": "lines+markers"})
+        if measure == "distance":  # the state's own size beside its distance from the input
+            norms = [_mean(arm["input_norm"]), *(_mean(layer["norm"]) for layer in arm["layers"])]
+            traces.append(_line(f"{arm['label']} · ‖h_l‖", list(range(len(norms))), norms, COLORS.get(arm["label"]),
+                                line={"dash": "dot"}))
     return {"data": traces, "layout": _layout(title, _("layer (0 = input embedding + position)"), y_title)}
+
+
+def _drift_start(arm: dict[str, Any], measure: str) -> float | None:
+    """The value at layer 0 (the input itself); the input's spread is not recorded."""
+    return {"cosine": 1.0, "distance": 0.0}.get(measure)
+
+
+def _layer_value(layer: dict[str, Any], measure: str) -> float:
+    value = layer[measure]
+    return value if isinstance(value, float | int) else _mean(value)
 
 
 def drift_positions_figure(result: dict[str, Any], title: str) -> Figure:
@@ -107,7 +132,9 @@ def norm_positions_figure(arm: dict[str, Any], tokens: dict[str, list[str]], tit
                for label, row in choices]
     layout = _layout(title, _("position"), _("mean over d_model"))
     layout.update(yaxis2={"title": {"text": _("variance over d_model")}, "overlaying": "y", "side": "right"},
-                  barmode="group", updatemenus=[{"buttons": buttons, "x": 0, "y": 1.18, "xanchor": "left"}])
+                  barmode="group", margin={"t": 100, "r": 70, "b": 60, "l": 60},
+                  updatemenus=[{"buttons": buttons, "x": 0, "y": 1.12, "xanchor": "left", "yanchor": "bottom"}])
+    layout["title"]["y"] = 0.97
     return {"data": traces, "layout": layout}
 
 
@@ -145,9 +172,7 @@ def norm_position_figures(results: dict[str, Any]) -> dict[str, Figure]:
     if pair:
         figures["loss"] = loss_figure(pair, _("Training loss, no warmup, same data and seed"))
         figures["accuracy"] = accuracy_figure(pair, _("Validation token accuracy"))
-        for arm in pair["arms"]:
-            figures[f"heatmap_{arm['label']}"] = heatmap_figure(
-                arm, _("%(label)s: gradient norm per layer over training") % {"label": arm_name(arm)})
+        figures.update(heatmap_figures(pair))
     warmup = results.get("compare_warmup")
     if warmup:
         figures["warmup_loss"] = loss_figure(warmup, _("Post-LN with and without warmup"))
@@ -170,7 +195,9 @@ def residual_figures(results: dict[str, Any]) -> dict[str, Figure]:
         figures["drift_cosine"] = drift_figure(drift, measure="cosine", title=_("How much of the input is left"),
                                                y_title=_("cosine(h_l, x_0), mean over positions"))
         figures["drift_distance"] = drift_figure(drift, measure="distance", title=_("Distance from the input"),
-                                                 y_title=_("‖h_l − x_0‖, mean over positions"))
+                                                 y_title=_("‖h_l − x_0‖ (dotted: ‖h_l‖), mean over positions"))
+        figures["drift_spread"] = drift_figure(drift, measure="spread", title=_("How distinct the positions stay"),
+                                               y_title=_("spread of the positions around their mean"))
         figures["drift_positions"] = drift_positions_figure(drift, _("Last layer, each source token"))
     pair = results.get("compare_residual")
     if pair:
@@ -205,9 +232,6 @@ def run_figures(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
                                                  % {"stack": _("Decoder") if stack == "decoder" else _("Encoder")})
                 for stack in ("decoder", "encoder")}
     if kind in ("compare", "norms"):
-        figures = {"loss": loss_figure(result, _("Training loss")), "accuracy": accuracy_figure(result, _("Validation token accuracy"))}
-        for arm in result["arms"]:
-            figures[f"heatmap_{arm['label']}"] = heatmap_figure(
-                arm, _("%(label)s: gradient norm per layer over training") % {"label": arm_name(arm)})
-        return figures
+        return {"loss": loss_figure(result, _("Training loss")),
+                "accuracy": accuracy_figure(result, _("Validation token accuracy")), **heatmap_figures(result)}
     return residual_figures({"drift": result}) if kind == "drift" else {}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from modelcore.experiments import KINDS
 
@@ -11,10 +12,10 @@ class ExperimentRun(models.Model):
     """A run of one experiment kind; asking for the same parameters again finds this row."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
 
     kind = models.CharField(max_length=20, choices=[(k, k) for k in KINDS])
     params = models.JSONField(help_text="Canonical parameters: every value the result depends on.")

@@ -24,7 +24,7 @@ def figures_of(response) -> dict:
     ("/experiments/norm-position/", {"init_decoder", "init_encoder", "loss", "accuracy", "heatmap_post",
                                      "heatmap_pre", "warmup_loss"}),
     ("/experiments/residuals/", {"init_decoder_6", "init_encoder_24", "drift_cosine", "drift_distance",
-                                 "drift_positions", "loss"}),
+                                 "drift_positions", "drift_spread", "loss"}),
     ("/experiments/layernorm/", {"positions_layernorm", "positions_rmsnorm", "means", "variances", "loss"}),
 ])
 def test_a_fresh_install_shows_every_figure_from_the_shipped_results(client_as, student, path, expected):

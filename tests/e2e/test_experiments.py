@@ -1,0 +1,54 @@
+"""Chromium opens the experiment pages and sees the Plotly charts drawn; a launched run arrives live."""
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.test_sign_in import PASSWORD, sign_in
+from tests.webapp.experiments.conftest import empty_training_queue  # noqa: F401 (a fixture)
+from webapp.accounts.services import demo_accounts_ensure
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+@pytest.fixture
+def demo(transactional_db):
+    demo_accounts_ensure(password=PASSWORD)
+
+
+def traces(page, figure: str) -> int:
+    return page.evaluate(f"document.querySelector('[data-figure={figure}]').data.length")
+
+
+def test_the_norm_position_page_draws_every_chart(asgi_server, demo, page_factory):
+    page = page_factory("en-US")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/experiments/norm-position/")
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 7")
+    assert traces(page, "init_decoder") == 2 and traces(page, "loss") == 2
+    assert page.evaluate("document.querySelector('[data-figure=heatmap_post]').data[0].type") == "heatmap"
+    assert page.evaluate("document.querySelector('[data-figure=init_decoder]').layout.yaxis.type") == "log"
+
+
+def test_the_layernorm_page_in_chinese(asgi_server, demo, page_factory):
+    page = page_factory("zh-CN")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/experiments/layernorm/")
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 5")
+    assert "运行统计" in page.inner_text("main")  # "LayerNorm keeps no running statistics", in Chinese
+
+
+@pytest.mark.usefixtures("empty_training_queue")
+def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, page_factory, start_worker):
+    start_worker("training")
+    page = page_factory("en-US")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/experiments/")
+    form = page.get_by_test_id("launch-form")
+    for name, value in {"layers": "1", "d_model": "8", "steps": "10", "batch_size": "8", "seed": "4242"}.items():
+        form.locator(f"input[name={name}]").fill(value)
+    form.locator("button[type=submit]").click()
+    page.get_by_test_id("run-panel").wait_for()
+    page.wait_for_selector("[data-testid=run-result] .js-plotly-plot", timeout=120_000)
+    assert page.get_by_test_id("run-panel").get_attribute("data-status") == "done"
+    assert page.get_by_test_id("run-status").inner_text() == "Done"
+    assert traces(page, "loss") == 2

@@ -24,7 +24,6 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the hub: the peers are built from a config
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 import torch  # noqa: E402
 
@@ -88,7 +87,7 @@ def _token(i: int) -> str:
     return {0: "</s>", 1: "<unk>"}.get(i, f"t{i}")
 
 
-def ctranslate2_engine(marian_folder: Path) -> Engine:
+def ctranslate2_engine(marian_folder: Path, threads: int) -> Engine:
     """The Marian model converted to CTranslate2 float32 (a stand-in tokenizer: only the vocabulary is read)."""
     import ctranslate2
     from ctranslate2.converters import TransformersConverter
@@ -106,7 +105,7 @@ def ctranslate2_engine(marian_folder: Path) -> Engine:
     out = marian_folder / "ct2"
     _Converter(str(marian_folder)).convert(str(out), quantization="float32", force=True)
     translator = ctranslate2.Translator(str(out), device="cpu", compute_type="float32",
-                                        inter_threads=1, intra_threads=THREADS)
+                                        inter_threads=1, intra_threads=threads)
     n = SIZES["new_tokens"]
 
     def run(src: torch.Tensor) -> int:
@@ -151,8 +150,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "decode.json")
     parser.add_argument("--no-peers", action="store_true", help="only modelcore (peers not installed)")
+    parser.add_argument("--threads", type=int, default=THREADS, help="intra-op threads for every engine")
     args = parser.parse_args()
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()  # other processes on the machine skew every figure: recorded with them
     torch.manual_seed(0)
     V = SIZES["vocab"]
     config = ModelConfig(
@@ -170,16 +171,16 @@ def main() -> None:
             marian = build_marian(Path(tmp))
             engines["HF generate cached"] = hf_generate(marian, use_cache=True)
             engines["HF generate uncached"] = hf_generate(marian, use_cache=False)
-            engines["CTranslate2 float32"] = ctranslate2_engine(Path(tmp))
+            engines["CTranslate2 float32"] = ctranslate2_engine(Path(tmp), args.threads)
         generator = torch.Generator().manual_seed(1)
         results: dict[str, dict[str, float]] = {}
         for batch in BATCHES:
             src = torch.randint(4, V, (batch, SIZES["src_len"]), generator=generator)  # no special ids
             results[str(batch)] = measure(engines, src, args.repeats)
-    report(results, args)
+    report(results, args, load_before)
 
 
-def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+def report(results: dict[str, dict[str, float]], args: argparse.Namespace, load_before: tuple[float, ...]) -> None:
     """Print the table, the ratios and the goals; write them as JSON."""
     ratios: dict[str, dict[str, float]] = {}
     for batch, figures in results.items():
@@ -201,7 +202,9 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
         print(f"goal batch {batch}: {top} / {bottom} = {value:.2f} (goal {goal}): {'met' if met else 'NOT met'}")
     payload = {
         "sizes": SIZES,
-        "threads": THREADS,
+        "threads": args.threads,
+        "load_average_before": list(load_before),
+        "load_average_after": list(os.getloadavg()),
         "repeats": args.repeats,
         "unit": "target tokens per second (encoder included), median",
         "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpu": platform.processor()

@@ -47,9 +47,17 @@ def encode_sources(
     with _eval_mode(model):
         if not capture:
             return model.encode(src, src_mask), src_mask, None
-        with record(model) as recording:
+        # Only the attention weights, through the hook MultiHeadAttention offers (record() keeps much more).
+        weights: list[Tensor] = []
+        attentions = [layer.self_attn for layer in model.encoder.layers]
+        for attention in attentions:
+            attention.recorder = weights.append
+        try:
             memory = model.encode(src, src_mask)
-        return memory, src_mask, recording.encoder_self
+        finally:
+            for attention in attentions:
+                attention.recorder = None
+        return memory, src_mask, weights  # one (n, h, S, S) per layer
 
 
 class CachedStepper:
@@ -148,15 +156,16 @@ class CachedStepper:
         return torch.addmm(lw.b_ff2, hidden, lw.w_ff2)  # (B, d_model)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, rows: list[Tensor]) -> Tensor:
-        """q (B, h, 1, d_k) over k, v (B, h, T, d_k); keeps the weights (B, h, T) when capturing."""
+        """q (B, h, 1, d_k), already scaled, over k, v (B, h, T, d_k); keeps the weights (B, h, T) when capturing."""
         if not self.capture:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        scores = torch.matmul(q, k.transpose(-2, -1)).mul_(self.w.scale)  # (B, h, 1, T)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+        B, h, T, d_k = k.shape
+        scores = torch.bmm(q.reshape(B * h, 1, d_k), k.reshape(B * h, T, d_k).transpose(1, 2))  # (B h, 1, T)
         if mask is not None:
-            scores.masked_fill_(~mask, float("-inf"))
+            scores.view(B, h, T).masked_fill_(mask.logical_not().view(B, 1, T), float("-inf"))
         weights = scores.softmax(-1)  # masked positions get exactly 0
-        rows.append(weights[:, :, 0])
-        return torch.matmul(weights, v)
+        rows.append(weights.view(B, h, T))
+        return torch.bmm(weights, v.reshape(B * h, T, d_k)).view(B, h, 1, d_k)
 
 
 class RecomputeStepper:

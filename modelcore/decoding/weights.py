@@ -26,11 +26,11 @@ Norm = Callable[[Tensor], Tensor]
 class LayerWeights:
     """One decoder layer, ready for x @ W + b."""
 
-    w_qkv: Tensor  # (d_model, 3 d_model): self-attention q | k | v
+    w_qkv: Tensor  # (d_model, 3 d_model): self-attention q | k | v, the q part times 1/sqrt(d_k)
     b_qkv: Tensor
     w_self_out: Tensor  # (d_model, d_model)
     b_self_out: Tensor
-    w_cross_q: Tensor  # (d_model, d_model)
+    w_cross_q: Tensor  # (d_model, d_model), times 1/sqrt(d_k)
     b_cross_q: Tensor
     w_cross_kv: Tensor  # (d_model, 2 d_model): cross-attention k | v, applied to the memory once
     b_cross_kv: Tensor
@@ -59,7 +59,6 @@ class DecoderWeights:
     d_k: int
     post: bool
     residual: bool
-    scale: float  # 1 / sqrt(d_k)
 
 
 _built: weakref.WeakKeyDictionary[EncoderDecoder, tuple[tuple[int, ...], DecoderWeights]] = (
@@ -80,11 +79,15 @@ def decoder_weights(model: EncoderDecoder) -> DecoderWeights:
     return weights
 
 
-def _linear(*modules: nn.Linear) -> tuple[Tensor, Tensor]:
-    """(W^T, b) of several Linears side by side: x @ W^T + b gives their outputs concatenated."""
-    weight = torch.cat([m.weight for m in modules]).t().contiguous()  # (in, sum of out)
-    bias = torch.cat([m.bias for m in modules]).contiguous()
-    return weight, bias
+def _linear(*modules: nn.Linear, first_scale: float = 1.0) -> tuple[Tensor, Tensor]:
+    """(W^T, b) of several Linears side by side: x @ W^T + b gives their outputs concatenated.
+
+    first_scale multiplies the first module's outputs: attention folds its 1/sqrt(d_k) into
+    the query projection here, once, instead of scaling the scores at every step.
+    """
+    weight = torch.cat([m.weight * first_scale if i == 0 else m.weight for i, m in enumerate(modules)])
+    bias = torch.cat([m.bias * first_scale if i == 0 else m.bias for i, m in enumerate(modules)])
+    return weight.t().contiguous(), bias.contiguous()  # (in, sum of out), (sum of out,)
 
 
 def _norm(module: nn.Module) -> Norm:
@@ -102,11 +105,12 @@ def _norm(module: nn.Module) -> Norm:
 def _build(model: EncoderDecoder) -> DecoderWeights:
     config = model.config
     layers = []
+    scale = 1.0 / math.sqrt(config.d_k)
     for layer in model.decoder.layers:
         sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-        w_qkv, b_qkv = _linear(sa.q_proj, sa.k_proj, sa.v_proj)
+        w_qkv, b_qkv = _linear(sa.q_proj, sa.k_proj, sa.v_proj, first_scale=scale)
         w_so, b_so = _linear(sa.out_proj)
-        w_cq, b_cq = _linear(ca.q_proj)
+        w_cq, b_cq = _linear(ca.q_proj, first_scale=scale)
         w_ckv, b_ckv = _linear(ca.k_proj, ca.v_proj)
         w_co, b_co = _linear(ca.out_proj)
         w_1, b_1 = _linear(ffn.linear1)
@@ -130,5 +134,4 @@ def _build(model: EncoderDecoder) -> DecoderWeights:
         d_k=config.d_k,
         post=config.norm_position == "post",
         residual=config.residual,
-        scale=1.0 / math.sqrt(config.d_k),
     )

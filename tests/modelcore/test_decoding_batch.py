@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from modelcore.decoding import BatchDecoder, DecodeParams, DoneEvent, TokenEvent, decode
+from modelcore import record
+from modelcore.decoding import BatchDecoder, DecodeParams, DoneEvent, StartEvent, TokenEvent, decode
 from tests.modelcore.test_decoding import SRC, done, run, tiny_model
 
 SOURCES = [SRC, [3, 4], [9, 8, 7, 6, 5, 4, 3, 2, 1, 33, 12], [21, 22, 23]]  # lengths differ: padding in play
@@ -110,6 +111,11 @@ def test_captured_attention_equals_the_models_own_recording() -> None:
     full_events, _ = run(model, [(SRC, params)], cache=False)  # the model's instrumented full forward
     cached = [e for e in cached_events if isinstance(e, TokenEvent)]
     full = [e for e in full_events if isinstance(e, TokenEvent)]
+    with torch.no_grad(), record(model) as recording:
+        model.encode(torch.tensor([SRC]), None)
+    start = cached_events[0]
+    assert isinstance(start, StartEvent) and start.encoder_attention is not None
+    torch.testing.assert_close(start.encoder_attention, torch.cat(recording.encoder_self))
     for a, b in zip(cached, full, strict=True):
         torch.testing.assert_close(a.self_attention, b.self_attention, rtol=0, atol=1e-5)
         torch.testing.assert_close(a.cross_attention, b.cross_attention, rtol=0, atol=1e-5)

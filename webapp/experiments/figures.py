@@ -117,8 +117,9 @@ def norm_positions_figure(arm: dict[str, Any], tokens: dict[str, list[str]], tit
     """One norm's per-position mean and variance before and after; a menu picks the norm, trained or at init."""
     keys = ("in_mean", "out_mean", "in_var", "out_var")
     names = (_("mean before"), _("mean after"), _("variance before"), _("variance after"))
-    choices = [(f"{_('trained')} · {row['name']}", row) for row in arm["trained"]]
-    choices += [(f"{_('at initialisation')} · {row['name']}", row) for row in arm["init"]]
+    trained, at_init = _("trained"), _("at initialisation")
+    choices = [(f"{trained} · {row['name']}", row) for row in arm["trained"]]
+    choices += [(f"{at_init} · {row['name']}", row) for row in arm["init"]]
 
     def x_of(row: dict[str, Any]) -> list[str]:
         labels = tokens["src"] if row["name"].startswith("encoder") else tokens["tgt"]

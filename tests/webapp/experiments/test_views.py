@@ -49,7 +49,9 @@ def test_the_pages_explain_in_chinese_too(client_as, student):
     client = client_as(student)
     client.cookies["django_language"] = "zh-hans"
     page = client.get("/experiments/residuals/").content.decode()
-    assert "残差连接" in page
+    assert "表示漂移" in page  # "Representation drift"
+    assert "雅可比矩阵的连乘" in page  # the explanation of the gradient through the residual
+    assert figures_of(client.get("/experiments/residuals/"))["drift_cosine"]["layout"]["title"]["text"] == "输入还剩多少"
 
 
 def test_a_stored_run_is_shown_before_the_shipped_copy(client_as, student):

@@ -67,6 +67,15 @@ class DecodeConsumer(JsonSocket):
             await self.send_error(code, f"{what} {'with that id ' if wanted else ''}is running on this socket")
         return targets
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every handler, through its one sync
+        # thread: for a frame that only passes text on, that hop was most of the web process's cost
+        # per token when a class decodes at once.
+        if message["type"] == "playground.frame":
+            await self.playground_frame(message)
+        else:
+            await super().dispatch(message)
+
     async def playground_frame(self, message: dict[str, Any]) -> None:
         """A frame from the decoding loop, already JSON; the last one of a request frees its entry."""
         if message.get("final"):

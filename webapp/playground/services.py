@@ -38,6 +38,12 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url)
 
 
+@functools.lru_cache(maxsize=4)
+def _admit_script(url: str) -> Any:
+    """The limits script, sent once and then called by its hash (EVALSHA)."""
+    return _redis(url).register_script(_ADMIT)
+
+
 def playground_redis() -> redis.Redis:
     """The shared client (thread-safe pool) for the playground's control keys."""
     return _redis(settings.REDIS_URL)
@@ -79,10 +85,10 @@ def decode_submit(*, user: Any, frame: dict[str, Any], reply_channel: str) -> di
 
 
 def _admit(*, user_id: int, request_id: str, now: float, expires: float) -> None:
-    client = playground_redis()
-    verdict = client.eval(
-        _ADMIT, 2, keys.running_key(user_id), keys.rate_key(user_id), repr(now),
-        settings.PLAYGROUND_MAX_CONCURRENT, settings.PLAYGROUND_REQUESTS_PER_MINUTE, request_id, repr(expires),
+    verdict = _admit_script(settings.REDIS_URL)(
+        keys=[keys.running_key(user_id), keys.rate_key(user_id)],
+        args=[repr(now), settings.PLAYGROUND_MAX_CONCURRENT, settings.PLAYGROUND_REQUESTS_PER_MINUTE, request_id,
+              repr(expires)],
     )
     if verdict[0] == 1:
         raise ProtocolError(

@@ -38,6 +38,7 @@ class KVCache:
     def __init__(self, n_layers: int, n_heads: int, d_k: int, dtype: torch.dtype, device: torch.device) -> None:
         self.n_layers, self.n_heads, self.d_k = n_layers, n_heads, d_k
         self.dtype, self.device = dtype, device
+        self.entry_bytes = 2 * n_heads * d_k * torch.empty((), dtype=dtype).element_size()  # one position's k + v
         self.rows = 0
         self.capacity_rows = 0
         self.capacity_len = 0
@@ -61,10 +62,6 @@ class KVCache:
         """The length every row shares, or None when rows differ (continuous batching)."""
         return self._uniform
 
-    @property
-    def entry_bytes(self) -> int:
-        """Bytes of one position's key + value in one layer."""
-        return 2 * self.n_heads * self.d_k * torch.empty((), dtype=self.dtype).element_size()
 
     def info(self, rows: range | list[int] | None = None) -> CacheInfo:
         """Positions and bytes used by the given rows (all rows by default)."""

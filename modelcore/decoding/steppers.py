@@ -63,13 +63,15 @@ def encode_sources(
 class CachedStepper:
     """Incremental decoding: each step feeds one token per row through the decoder, reading the KV cache."""
 
-    def __init__(self, model: EncoderDecoder, capture: bool = False) -> None:
+    def __init__(self, model: EncoderDecoder, capture: bool = False, fused_attention: bool | None = None) -> None:
         self.model = model
         self.w: DecoderWeights = decoder_weights(model)
         param = self.w.w_out
         self.cache = KVCache(len(self.w.layers), self.w.n_heads, self.w.d_k, param.dtype, param.device)
         self.capture = capture
         self.attention: tuple[Tensor, Tensor] | None = None  # (L, B, h, T) self, (L, B, h, S) cross
+        # F.scaled_dot_product_attention when not capturing; None: on GPUs only.
+        self.fused_attention = param.device.type != "cpu" if fused_attention is None else fused_attention
         self._self_rows: list[Tensor] = []
         self._cross_rows: list[Tensor] = []
 
@@ -156,8 +158,12 @@ class CachedStepper:
         return torch.addmm(lw.b_ff2, hidden, lw.w_ff2)  # (B, d_model)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, rows: list[Tensor]) -> Tensor:
-        """q (B, h, 1, d_k), already scaled, over k, v (B, h, T, d_k); keeps the weights (B, h, T) when capturing."""
-        if not self.capture:
+        """q (B, h, 1, d_k), already scaled, over k, v (B, h, T, d_k); keeps the weights (B, h, T) when capturing.
+
+        On a CPU two batched matmuls and a softmax cost what the fused kernel costs for one query
+        row (measured), so capturing the weights is nearly free there; a GPU takes the fused kernel.
+        """
+        if not self.capture and self.fused_attention:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
         B, h, T, d_k = k.shape
         scores = torch.bmm(q.reshape(B * h, 1, d_k), k.reshape(B * h, T, d_k).transpose(1, 2))  # (B h, 1, T)

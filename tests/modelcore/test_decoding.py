@@ -12,6 +12,7 @@ from modelcore import EncoderDecoder, ModelConfig
 from modelcore.decoding import (
     BatchDecoder,
     BeamsEvent,
+    CachedStepper,
     DecodeParams,
     DoneEvent,
     Event,
@@ -37,9 +38,13 @@ def tiny_model(norm_position: str = "post", norm: str = "layernorm", residual: b
     return model
 
 
-def run(model: EncoderDecoder, requests: list[tuple[list[int], DecodeParams]], cache: bool) -> tuple[list[Event], list[Tensor]]:
+def run(
+    model: EncoderDecoder, requests: list[tuple[list[int], DecodeParams]], cache: bool, fused_attention: bool = False
+) -> tuple[list[Event], list[Tensor]]:
     """Decode requests together; returns every event and the raw logits of every step."""
     decoder = BatchDecoder(model, cache=cache)
+    if fused_attention:
+        decoder.stepper = CachedStepper(model, fused_attention=True)  # what a GPU runs
     logits: list[Tensor] = []
     step = decoder.stepper.step
 
@@ -77,6 +82,17 @@ def test_cached_decoding_equals_full_recompute(norm_position: str, norm: str, pa
     assert [h.ids for h in cached.n_best] == [h.ids for h in full.n_best]
     assert len(cached_logits) == len(full_logits) == cached.steps
     for a, b in zip(cached_logits, full_logits, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_the_fused_attention_kernel_gives_the_same_steps(norm_position: str) -> None:
+    model = tiny_model(norm_position, seed=10)
+    requests = [(SRC, DecodeParams(max_len=10)), (SRC[:2], DecodeParams(max_len=10))]  # padded sources
+    plain_events, plain_logits = run(model, requests, cache=True)
+    fused_events, fused_logits = run(model, requests, cache=True, fused_attention=True)
+    assert [done(fused_events)[k].ids for k in "01"] == [done(plain_events)[k].ids for k in "01"]
+    for a, b in zip(plain_logits, fused_logits, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
 
 

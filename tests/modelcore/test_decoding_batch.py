@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from modelcore import record
-from modelcore.decoding import BatchDecoder, DecodeParams, DoneEvent, StartEvent, TokenEvent, decode
+from modelcore.decoding import (
+    BatchDecoder,
+    CachedStepper,
+    DecodeParams,
+    DoneEvent,
+    StartEvent,
+    TokenEvent,
+    decode,
+)
 from tests.modelcore.test_decoding import SRC, done, run, tiny_model
 
 SOURCES = [SRC, [3, 4], [9, 8, 7, 6, 5, 4, 3, 2, 1, 33, 12], [21, 22, 23]]  # lengths differ: padding in play
@@ -44,10 +53,12 @@ def test_each_request_finishes_on_its_own_step() -> None:
     assert finished_at == {"short": 1, "long": 8}
 
 
-def test_a_request_added_to_a_running_batch_gets_the_same_tokens_as_alone() -> None:
+@pytest.mark.parametrize("fused_attention", [False, True], ids=["cpu-attention", "gpu-attention"])
+def test_a_request_added_to_a_running_batch_gets_the_same_tokens_as_alone(fused_attention: bool) -> None:
     model = tiny_model("post", "rmsnorm", seed=2)
-    late_params = DecodeParams(max_len=12, capture_attention=True)
+    late_params = DecodeParams(max_len=12, capture_attention=not fused_attention)
     decoder = BatchDecoder(model)
+    decoder.stepper = CachedStepper(model, fused_attention=fused_attention)
     decoder.add_many([("a", SOURCES[0], DecodeParams(max_len=20, min_len=20)),
                       ("b", SOURCES[1], DecodeParams(strategy="beam", beam_size=2, max_len=20))])
     events = [e for _ in range(3) for e in decoder.step()]
@@ -58,9 +69,10 @@ def test_a_request_added_to_a_running_batch_gets_the_same_tokens_as_alone() -> N
     assert done(late)["late"].ids == single.ids
     for a, b in zip([e for e in late if isinstance(e, TokenEvent)], single_tokens, strict=True):
         assert abs(a.prob - b.prob) < 1e-5
-        assert a.self_attention is not None and b.self_attention is not None
-        torch.testing.assert_close(a.self_attention, b.self_attention, rtol=0, atol=1e-5)
-        torch.testing.assert_close(a.cross_attention, b.cross_attention, rtol=0, atol=1e-5)
+        if late_params.capture_attention:
+            assert a.self_attention is not None and b.self_attention is not None
+            torch.testing.assert_close(a.self_attention, b.self_attention, rtol=0, atol=1e-5)
+            torch.testing.assert_close(a.cross_attention, b.cross_attention, rtol=0, atol=1e-5)
     first_alone, _ = alone(model, SOURCES[0], DecodeParams(max_len=20, min_len=20))
     assert done(events)["a"].ids == first_alone.ids  # and the newcomer did not disturb the others
 

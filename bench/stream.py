@@ -170,15 +170,18 @@ async def decode(client: Any, model: str, tokens: int) -> dict[str, Any]:
     sent = time.perf_counter()
     client.sendMessage(json.dumps(frame).encode())
     arrivals: list[tuple[float, float]] = []
+    started = sent
     while True:
         at, payload = await asyncio.wait_for(client.inbox.get(), 60)
         message = json.loads(payload)
-        if message["type"] == "token":
+        if message["type"] == "start":
+            started = at
+        elif message["type"] == "token":
             arrivals.append((at, message["timing"]["step_ms"]))
         elif message["type"] in ("done", "error"):
             if message["type"] == "error":
                 raise RuntimeError(message)
-            return {"sent": sent, "ended": at, "arrivals": arrivals, "timings": message["timings"]}
+            return {"sent": sent, "started": started, "ended": at, "arrivals": arrivals, "timings": message["timings"]}
 
 
 def measure(results: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -193,6 +196,7 @@ def measure(results: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     n_tokens = sum(len(r["arrivals"]) for r in results)
     return {"requests": len(results), "tokens": n_tokens, "tokens_per_s": round(n_tokens / wall_s, 1),
             "first_token_ms": summary(first),
+            "start_frame_ms": summary([(r["started"] - r["sent"]) * 1000 for r in results]),
             # where the first token's time went: socket + Celery until the loop took the job, then the loop
             "queue_ms": summary([r["timings"]["queue_ms"] for r in results]),
             "first_token_at_worker_ms": summary([r["timings"]["first_token_ms"] for r in results]),

@@ -9,6 +9,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
+from webapp.accounts.roles import Role, has_role
 from webapp.playground import keys
 from webapp.playground.protocol import Limits, ProtocolError, parse_decode
 from webapp.registry.models import TrainedModel
@@ -56,9 +57,7 @@ def playground_limits() -> Limits:
 def decode_submit(*, user: Any, frame: dict[str, Any], reply_channel: str) -> dict[str, Any]:
     """Check a `decode` frame, count it against the user's limits and queue it; returns the job sent."""
     request = parse_decode(frame, playground_limits())
-    model = models_visible_to(user).filter(name=request.model).first()
-    if model is None:
-        raise ProtocolError("unknown_model", f"no model named {request.model[:80]!r} is available to you")
+    model = _model_for(user, request.model)
     request_id = uuid.uuid4().hex[:16]
     now = time.time()
     deadline = now + settings.PLAYGROUND_MAX_SECONDS
@@ -67,7 +66,7 @@ def decode_submit(*, user: Any, frame: dict[str, Any], reply_channel: str) -> di
         "request_id": request_id,
         "user_id": user.id,
         "reply": reply_channel,
-        "model": {"name": model.name, "path": str(model.folder), "hash": model.checkpoint_hash},
+        "model": model,
         "source": request.source,
         "params": request.params,
         "pace_ms": request.pace_ms,
@@ -82,6 +81,31 @@ def decode_submit(*, user: Any, frame: dict[str, Any], reply_channel: str) -> di
 
     decode.apply_async(args=[job], queue="interactive")
     return job
+
+
+_models: dict[str, tuple[float, dict[str, Any], bool]] = {}  # name -> (when read, job fields, published)
+MODEL_CACHE_S = 5.0  # publishing or unpublishing reaches new decodes within this many seconds
+
+
+def _model_for(user: Any, name: str) -> dict[str, Any]:
+    """The registry entry a decode names, as the job carries it; read from the database every few seconds.
+
+    A class starting thirty decodes at once then costs the database one query, not thirty
+    (each a new connection where connections are not kept).
+    """
+    now = time.monotonic()
+    cached = _models.get(name)
+    if cached is None or now - cached[0] > MODEL_CACHE_S:
+        model = TrainedModel.objects.filter(name=name).first()
+        if model is None:
+            _models.pop(name, None)
+            raise ProtocolError("unknown_model", f"no model named {name[:80]!r} is available to you")
+        fields = {"name": model.name, "path": str(model.folder), "hash": model.checkpoint_hash}
+        cached = _models[name] = (now, fields, model.published)
+    _, fields, published = cached
+    if not published and not has_role(user, Role.ADMIN):  # as registry.models_visible_to decides
+        raise ProtocolError("unknown_model", f"no model named {name[:80]!r} is available to you")
+    return fields
 
 
 def _admit(*, user_id: int, request_id: str, now: float, expires: float) -> None:

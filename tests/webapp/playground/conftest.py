@@ -18,11 +18,12 @@ SOURCE = "3 h 9 5 g"  # a reverse-task source the tiny model's tokenizer knows
 
 @pytest.fixture(autouse=True)
 def fresh_limits(redis_server):
-    """Each test starts with no recorded requests (user ids repeat from one test database to the next)."""
+    """Each test starts with no recorded requests and no cached model (ids and names repeat between tests)."""
+    from webapp.playground import services
     from webapp.playground.keys import PREFIX
-    from webapp.playground.services import playground_redis
 
-    client = playground_redis()
+    services._models.clear()  # model names repeat from test to test, with other folders
+    client = services.playground_redis()
     stale = list(client.scan_iter(f"{PREFIX}:*"))
     if stale:
         client.delete(*stale)

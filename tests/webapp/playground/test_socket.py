@@ -133,3 +133,17 @@ async def test_a_user_over_the_rate_limit_gets_an_error(worker, tiny, student, s
     assert (refusal["type"], refusal["code"]) == ("error", "rate_limited")
     assert "try again in" in refusal["message"]
     await ws.disconnect()
+
+
+async def test_a_student_cannot_decode_an_unpublished_model_but_an_admin_can(worker, tiny, student, admin):
+    tiny.published = False
+    await database_sync_to_async(tiny.save)()
+    ws = await connected(student)
+    await ws.send_json_to({"type": "decode", "model": "tiny", "source": SOURCE})
+    refusal = await receive(ws)
+    assert (refusal["type"], refusal["code"]) == ("error", "unknown_model")
+    await ws.disconnect()
+    ws = await connected(admin)
+    await ws.send_json_to({"type": "decode", "model": "tiny", "source": SOURCE, "max_len": 2, "min_len": 2})
+    assert (await until_final(ws))[-1]["type"] == "done"
+    await ws.disconnect()

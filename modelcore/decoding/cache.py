@@ -66,8 +66,11 @@ class KVCache:
     def info(self, rows: range | list[int] | None = None) -> CacheInfo:
         """Positions and bytes used by the given rows (all rows by default)."""
         rows = range(self.rows) if rows is None else rows
-        self_positions = sum(self.lengths[r] for r in rows)
-        cross_positions = sum(self.src_lengths[r] for r in rows)
+        if len(rows) == 1:  # the common case, once per request per step
+            self_positions, cross_positions = self.lengths[rows[0]], self.src_lengths[rows[0]]
+        else:
+            self_positions = sum(self.lengths[r] for r in rows)
+            cross_positions = sum(self.src_lengths[r] for r in rows)
         used = (self_positions + cross_positions) * self.n_layers * self.entry_bytes
         return CacheInfo(self.n_layers, self_positions, cross_positions, used)
 

@@ -69,10 +69,13 @@ class DecodeConsumer(JsonSocket):
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every handler, through its one sync
-        # thread: for a frame that only passes text on, that hop was most of the web process's cost
-        # per token when a class decodes at once.
+        # thread. A worker frame never touches the database, and a client frame does so only inside
+        # database_sync_to_async (which cleans up itself): skipping that hop took most of the web
+        # process's cost per frame when a whole class decodes at once.
         if message["type"] == "playground.frame":
             await self.playground_frame(message)
+        elif message["type"] == "websocket.receive":
+            await self.websocket_receive(message)
         else:
             await super().dispatch(message)
 

@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import signal
 import socket
 import statistics
@@ -285,6 +286,7 @@ def main() -> int:
         for proc in procs:
             stop(proc)
         redis.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
     result = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_before": [round(x, 2) for x in load_before],

@@ -189,29 +189,24 @@ def _summary(metrics: dict[str, Any]) -> str:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
-    from modelcore.generate import greedy_steps
+    from modelcore.decoding import BeamsEvent, DecodeParams, DoneEvent, TokenEvent, decode_stream
     from modelcore.tokenization import EOS_ID
 
     if not args.text.strip():
         raise ValueError("empty text: nothing to decode")
-    if args.strategy != "greedy":
-        raise ValueError(f"strategy {args.strategy!r} is not available in this command yet; use greedy")
     loaded = load_model(args.model)
-    src_ids = loaded.src_tokenizer.encode(args.text) + [EOS_ID]
-    if len(src_ids) > loaded.config.max_len:
-        raise ValueError(f"text too long: {len(src_ids)} tokens, the model takes {loaded.config.max_len}")
-    ids: list[int] = []
-    for seq, (token_id, prob) in enumerate(greedy_steps(loaded.model, src_ids, args.max_len)):
-        ids.append(token_id)
-        if args.json:
-            token = loaded.tgt_tokenizer.id_to_token(token_id)
-            print(json.dumps({"type": "token", "seq": seq, "token": token, "id": token_id, "prob": prob},
-                             ensure_ascii=False), flush=True)
-    text = loaded.tgt_tokenizer.decode(ids)
+    params = DecodeParams(strategy=args.strategy, beam_size=args.beam, max_len=args.max_len)
+    done: DoneEvent | None = None
+    for event in decode_stream(loaded, args.text, params):  # the KV-cache engine; DecodeError is a ValueError
+        if isinstance(event, DoneEvent):
+            done = event
+        elif args.json and (isinstance(event, BeamsEvent) or isinstance(event, TokenEvent) and event.id != EOS_ID):
+            print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
+    assert done is not None
     if args.json:
-        print(json.dumps({"type": "done", "text": text, "steps": len(ids)}, ensure_ascii=False))
+        print(json.dumps({"type": "done", "text": done.text, "steps": len(done.ids)}, ensure_ascii=False))
     else:
-        print(text)
+        print(done.text)
     return 0
 
 

@@ -149,10 +149,13 @@ class BatchDecoder:
         raise DecodeError(f"no active request {request_id!r}")
 
     def _source_ids(self, src: str | Sequence[int]) -> list[int]:
+        """Ids as the model saw them in training: a text's ids then <eos>; an id list is taken as it is."""
         if isinstance(src, str):
             if self.src_tokenizer is None:
                 raise DecodeError("a text source needs the model's source tokenizer")
-            src = self.src_tokenizer.encode(src)
+            if not src.strip():
+                raise DecodeError("the source is empty: nothing to translate")
+            src = [*self.src_tokenizer.encode(src), EOS_ID]
         ids = [int(i) for i in src]
         if not ids:
             raise DecodeError("the source is empty: nothing to translate")

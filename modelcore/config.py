@@ -87,8 +87,9 @@ def _require_int(name: str, value: object, *, minimum: int) -> None:
 PRESETS: dict[str, dict[str, Any]] = {
     # Transformer base of Vaswani et al. 2017, Table 3.
     "paper": dict(d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6, dropout=0.1),
-    # The shipped zh-en models: trains to BLEU > 90 on two CPU cores in minutes.
-    "small": dict(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=3, dropout=0.1),
+    # The shipped zh-en models: BLEU > 90 after minutes on two CPU cores. d_ff is 2 x d_model,
+    # not the paper's 4 x, so that a float32 file stays under 5 MB.
+    "small": dict(d_model=128, n_heads=4, d_ff=256, n_encoder_layers=3, n_decoder_layers=3, dropout=0.1),
     # Algorithmic tasks and tests: a few hundred steps suffice on a CPU.
     "tiny": dict(d_model=64, n_heads=4, d_ff=256, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0),
 }

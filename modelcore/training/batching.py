@@ -56,7 +56,9 @@ def collate(examples: Sequence[Example]) -> Batch:
     return Batch(src, tgt_in, tgt_out, int((tgt_out != PAD_ID).sum()))
 
 
-def epoch_batches(examples: Sequence[Example], batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+def epoch_batches(
+    examples: Sequence[Example], batch_size: int, seed: int, epoch: int, bucketing: bool = True
+) -> list[list[int]]:
     """Index batches for one epoch, the same for the same (seed, epoch): what resuming relies on."""
     rng = random.Random(seed * 1_000_003 + epoch)
     order = list(range(len(examples)))
@@ -64,7 +66,9 @@ def epoch_batches(examples: Sequence[Example], batch_size: int, seed: int, epoch
     batches: list[list[int]] = []
     pool_size = batch_size * POOL_BATCHES
     for start in range(0, len(order), pool_size):
-        pool = sorted(order[start : start + pool_size], key=lambda i: (len(examples[i].src), len(examples[i].tgt)))
+        pool = order[start : start + pool_size]
+        if bucketing:
+            pool.sort(key=lambda i: (len(examples[i].src), len(examples[i].tgt)))
         batches.extend(pool[i : i + batch_size] for i in range(0, len(pool), batch_size))
     rng.shuffle(batches)
     return batches
@@ -73,17 +77,20 @@ def epoch_batches(examples: Sequence[Example], batch_size: int, seed: int, epoch
 class BatchStream:
     """Endless batches epoch after epoch; its position (epoch, index) is part of the training state."""
 
-    def __init__(self, examples: Sequence[Example], batch_size: int, seed: int, epoch: int = 0, index: int = 0):
+    def __init__(
+        self, examples: Sequence[Example], batch_size: int, seed: int, epoch: int = 0, index: int = 0,
+        bucketing: bool = True,
+    ) -> None:
         if not examples:
             raise ValueError("no training examples")
-        self.examples, self.batch_size, self.seed = examples, batch_size, seed
+        self.examples, self.batch_size, self.seed, self.bucketing = examples, batch_size, seed, bucketing
         self.epoch, self.index = epoch, index
-        self._batches = epoch_batches(examples, batch_size, seed, epoch)
+        self._batches = epoch_batches(examples, batch_size, seed, epoch, bucketing)
 
     def next(self) -> Batch:
         if self.index >= len(self._batches):
             self.epoch, self.index = self.epoch + 1, 0
-            self._batches = epoch_batches(self.examples, self.batch_size, self.seed, self.epoch)
+            self._batches = epoch_batches(self.examples, self.batch_size, self.seed, self.epoch, self.bucketing)
         batch = collate([self.examples[i] for i in self._batches[self.index]])
         self.index += 1
         return batch

@@ -40,6 +40,8 @@ class TrainConfig:
     model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields that override the preset
     steps: int = 2000
     batch_size: int = 64  # sentence pairs per step
+    # Similar lengths in a batch waste less on padding; off, each batch mixes lengths (steadier gradients).
+    length_bucketing: bool = True
     schedule: str = "noam"
     warmup_steps: int = 400  # the paper's 4000 is for 100k steps; toy runs are ~20x shorter
     lr_factor: float = 1.0  # noam: the paper's formula times this
@@ -147,7 +149,9 @@ def train(
         if state.get("task") != task.name:
             raise CheckpointError(f"{out_dir} holds a run on task {state.get('task')!r}, not {task.name!r}")
     examples = encode_pairs(task.train, src_tok, tgt_tok, model.config.max_len)
-    stream = BatchStream(examples, config.batch_size, config.seed, state["epoch"], state["index"])
+    stream = BatchStream(
+        examples, config.batch_size, config.seed, state["epoch"], state["index"], config.length_bucketing
+    )
     valid_sample = task.valid[: config.eval_size]
 
     def checkpoint(metrics: dict[str, Any] | None = None) -> None:

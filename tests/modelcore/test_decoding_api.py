@@ -95,7 +95,7 @@ def test_text_in_text_out_through_a_saved_model_folder(tmp_path: Path) -> None:
     folder = save_model(tmp_path / "m", model.eval(), src_tok, tgt_tok)
     events = list(decode_stream(str(folder), "the dog sat", DecodeParams(max_len=5, min_len=5)))
     start, tokens, final = events[0], events[1:-1], events[-1]
-    assert isinstance(start, StartEvent) and start.src_tokens == ["the", "dog", "sat"]
+    assert isinstance(start, StartEvent) and start.src_tokens == ["the", "dog", "sat", "<eos>"]  # as in training
     assert isinstance(final, DoneEvent)
     assert all(isinstance(e, TokenEvent) and e.token == tgt_tok.id_to_token(e.id) for e in tokens)
     assert final.text == tgt_tok.decode(final.ids) and len(final.text.split()) == 5

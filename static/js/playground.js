@@ -116,9 +116,14 @@ $("pg-model-card").addEventListener("click", (event) => {
   const chip = event.target.closest("[data-example]");
   if (chip) form.elements.source.value = chip.dataset.example;
 });
+// A new model brings its own examples: swap the source only if it was an example of the old one (or empty).
+let examples = new Set([...document.querySelectorAll("#pg-model-card [data-example]")].map((b) => b.dataset.example));
 document.body.addEventListener("htmx:afterSwap", (event) => {
-  const first = event.target.querySelector?.("[data-example]");
-  if (first && event.target.id === "pg-model-card") form.elements.source.value = first.dataset.example;
+  if (event.target.id !== "pg-model-card") return;
+  const source = form.elements.source;
+  const offered = [...event.target.querySelectorAll("[data-example]")].map((b) => b.dataset.example);
+  if ((source.value === "" || examples.has(source.value)) && offered.length) source.value = offered[0];
+  examples = new Set(offered);
 });
 
 // -- frames ----------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ def zh_en(transactional_db):
 def open_playground(page, base: str, model: str) -> None:
     sign_in(page, base, "student")
     page.goto(base + "/playground/")
-    page.get_by_test_id("model-picker").select_option(model)
+    with page.expect_response(lambda response: "/playground/model/" in response.url):
+        page.get_by_test_id("model-picker").select_option(model)  # htmx swaps in the model's card
     page.wait_for_selector(f"[data-testid=model-card][data-model='{model}']")
     page.wait_for_function(f"{STATUS}.startsWith('Ready')")
 

@@ -43,11 +43,16 @@ def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"unknown parameters for {kind}: {', '.join(unknown)}")
     base = {"task": "zh-en", "steps": 200} if kind == "norms" else {}
     config = RunConfig.from_dict({**base, **{k: v for k, v in params.items() if k not in extras}})
+    chosen = {**extras, **{k: v for k, v in params.items() if k in extras}}
+    _check_extras(chosen)
+    switch = chosen.get("switch") or ("norm" if kind == "norms" else None)
+    if switch:
+        # The switched setting is the arms' to choose: keep the first arm's, so that requests
+        # differing only in it (e.g. post or pre for a post-against-pre run) share one result.
+        config = arms_of(config, switch)[0][1]
     run_fields = config.to_dict()
     if kind in ("gradflow", "drift"):
         run_fields = {k: run_fields[k] for k in MODEL_FIELDS}
-    chosen = {**extras, **{k: v for k, v in params.items() if k in extras}}
-    _check_extras(chosen)
     return {**run_fields, **chosen}
 
 

@@ -12,6 +12,12 @@ SHORT_RUN = {**SMALL, "n_train": 100, "steps": 6, "batch_size": 8, "eval_every":
 
 def test_defaults_are_filled_in_so_equal_requests_have_equal_parameters():
     assert canonical_params("compare", {}) == canonical_params("compare", {"switch": "norm_position", "lr": 3e-3})
+    # The switched setting does not matter: the two arms set it.
+    assert canonical_params("compare", {"norm_position": "pre"}) == canonical_params("compare", {})
+    assert canonical_params("compare", {"switch": "warmup"}) == canonical_params(
+        "compare", {"switch": "warmup", "warmup_steps": 60})  # a fifth of the 300 steps
+    assert canonical_params("compare", {"switch": "warmup"}) != canonical_params(
+        "compare", {"switch": "warmup", "warmup_steps": 30})
     params = canonical_params("gradflow", {"layers": 12})
     assert params["layers"] == 12 and params["seeds"] == 3
     assert "steps" not in params and "lr" not in params  # nothing a measurement at init does not depend on

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import Any
 
 from celery import current_app
@@ -17,7 +18,13 @@ def _consumes_interactive(app: Any) -> bool:
     return QUEUE in app.amqp.queues.consume_from
 
 
+_preloaded = threading.Event()  # the solo pool sends both signals below: warm up once per process
+
+
 def _preload() -> None:
+    if _preloaded.is_set():
+        return
+    _preloaded.set()
     from modelcore.checkpoint import SHIPPED_DIR, shipped_models
     from webapp.playground.worker.loop import decode_loop, warm_up
 

@@ -31,6 +31,15 @@ async def ended(request_id: str, timeout: float = 5) -> dict:
     raise AssertionError(f"the worker never ended {request_id}")
 
 
+async def test_anonymous_visitors_and_foreign_pages_cannot_open_the_socket(student):
+    from tests.fixtures.sockets import socket_for
+
+    anonymous = await socket_for("/ws/decode/")
+    assert not (await anonymous.connect())[0]
+    foreign = await socket_for("/ws/decode/", student, origin=(b"origin", b"http://evil.example"))
+    assert not (await foreign.connect())[0]
+
+
 async def test_a_decode_streams_start_then_one_token_per_step_then_done(worker, tiny, student):
     ws = await connected(student)
     await ws.send_json_to({"type": "decode", "model": "tiny", "source": SOURCE, "min_len": 7, "max_len": 7,

@@ -85,9 +85,10 @@ function start(stepMode) {
 
 function refreshButtons() {
   const running = Boolean(state.request && !state.request.done);
+  const waiting = Boolean(state.tag && !state.request); // sent, no `start` yet
   buttons.run.disabled = !state.open;
   buttons.step.disabled = !state.open;
-  buttons.cancel.disabled = !state.open || !(running || state.tag);
+  buttons.cancel.disabled = !state.open || !(running || waiting);
 }
 
 function showStrategyFields() {
@@ -102,6 +103,7 @@ buttons.step.addEventListener("click", () => {
 });
 buttons.cancel.addEventListener("click", () => {
   if (state.request && !state.request.done) send({ type: "cancel", request_id: state.request.id });
+  else if (state.tag && !state.request) send({ type: "cancel" }); // not started yet: cancel this socket's requests
 });
 form.addEventListener("change", (event) => {
   if (event.target.name === "strategy") showStrategyFields();
@@ -145,6 +147,7 @@ function onFrame(frame) {
       || (!frame.request_id && !frame.tag);
     if (!mine) return;
     if (state.request) state.request.done = frame;
+    else state.tag = null; // refused before it started
     status(say("error", { code: frame.code, message: frame.message }), true);
   } else {
     const request = state.request;

@@ -11,6 +11,7 @@ from modelcore.experiments.catalog import KINDS, canonical_params, run_experimen
 from modelcore.experiments.compare import SWITCHES, arms_of, compare_runs
 from modelcore.experiments.gradients import gradient_norms_at_init, layer_grad_norms, series
 from modelcore.experiments.runs import RunConfig, build_probe, train_probe
+from modelcore.experiments.threads import torch_threads
 
 __all__ = [
     "KINDS",
@@ -26,5 +27,6 @@ __all__ = [
     "representation_drift",
     "run_experiment",
     "series",
+    "torch_threads",
     "train_probe",
 ]

@@ -4,10 +4,16 @@ from __future__ import annotations
 import pytest
 
 from modelcore.config import ModelConfig
-from modelcore.experiments import gradient_norms_at_init, series
+from modelcore.experiments import gradient_norms_at_init, series, torch_threads
 
 SEEDS = (0, 1, 2)
 SMALL_BATCH = {"batches": 1, "batch_size": 8, "src_len": 12, "tgt_len": 12}  # a third of the default work
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    with torch_threads(1):
+        yield
 
 
 def config(layers: int, **switches) -> ModelConfig:

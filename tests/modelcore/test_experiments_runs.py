@@ -4,9 +4,8 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
-from modelcore.experiments import RunConfig, arms_of, compare_runs, train_probe
+from modelcore.experiments import RunConfig, arms_of, compare_runs, torch_threads, train_probe
 
 TINY = RunConfig(task="reverse", n_train=200, layers=2, d_model=32, n_heads=4, d_ff=64, steps=12, batch_size=8,
                  eval_every=6, eval_size=16, record_every=4)
@@ -70,12 +69,8 @@ def test_without_warmup_post_ln_fails_to_learn_what_pre_ln_learns():
     # Adam (0.9, 0.98) at a constant 3e-3 from step 1, 6 + 6 layers, d_model 64, reversing sequences.
     config = RunConfig(task="reverse", n_train=2000, layers=6, d_model=64, d_ff=256, steps=200, lr=3e-3,
                        eval_every=1000)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is as fast, and never stalls on a busy core
-    try:
+    with torch_threads(1):
         result = compare_runs(config, "norm_position")
-    finally:
-        torch.set_num_threads(threads)
     post, pre = (arm["run"] for arm in result["arms"])
     uniform = math.log(20)  # guessing among the 20 symbols
     # Measured: Post-LN 2.96 (token accuracy 0.12), Pre-LN 1.02 (0.67).

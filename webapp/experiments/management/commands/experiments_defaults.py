@@ -5,10 +5,9 @@ import json
 import time
 from typing import Any
 
-import torch
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from modelcore.experiments import canonical_params, run_experiment
+from modelcore.experiments import canonical_params, run_experiment, torch_threads
 from webapp.experiments.pages import PAGES, defaults_path
 from webapp.experiments.services import params_key
 
@@ -19,14 +18,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--page", action="append", choices=sorted(PAGES), help="only this page (repeatable)")
         parser.add_argument("--force", action="store_true", help="recompute results that are already shipped")
-        parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+        parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: small models)")
 
     def handle(self, *args: Any, page: list[str] | None, force: bool, threads: int, **options: Any) -> None:
         if threads < 1:
             raise CommandError("--threads must be at least 1")
-        torch.set_num_threads(threads)
-        for name in page or sorted(PAGES):
-            self._page(name, force)
+        with torch_threads(threads):
+            for name in page or sorted(PAGES):
+                self._page(name, force)
 
     def _page(self, page: str, force: bool) -> None:
         path = defaults_path(page)

@@ -200,7 +200,7 @@ class BatchDecoder:
                     logits[row : row + r.rows, EOS_ID] = float("-inf")
                 row += r.rows
         logp = logits.log_softmax(-1)  # (B, V)
-        width = max([r.params.top_alternatives for r in requests] + [1])
+        width = min(max([r.params.top_alternatives for r in requests] + [1]), logp.size(1))
         top_logp, top_ids = (t.tolist() for t in logp.topk(width))
         events: list[Event] = []
         keep: list[int] = []
@@ -225,9 +225,9 @@ class BatchDecoder:
         self.stepper.select(keep)
         return events
 
-    def _attention(self, row: int) -> tuple[Tensor | None, Tensor | None]:
-        """This step's attention rows of one stepper row: (L, h, T) self, (L, h, S) cross."""
-        attention = self.stepper.attention if self.stepper.capture else None
+    def _attention(self, r: _Request, row: int) -> tuple[Tensor | None, Tensor | None]:
+        """This step's attention rows of one stepper row, if its request asked: (L, h, T) self, (L, h, S) cross."""
+        attention = self.stepper.attention if self.stepper.capture and r.params.capture_attention else None
         if attention is None:
             return None, None
         T, S = self.stepper.lengths[row], self.stepper.src_lengths[row]
@@ -239,7 +239,7 @@ class BatchDecoder:
     ) -> tuple[list[int], str | None]:
         """Greedy or sampling on logits[row]: pick one token, report it; returns ([0], None) or ([], reason)."""
         params, forced = r.params, r.forced_token()
-        width = params.top_alternatives
+        width = min(params.top_alternatives, logits.size(1))
         if params.strategy == "sample":
             probs = (logits[row] / params.temperature).softmax(-1)  # (V,)
             assert r.generator is not None
@@ -257,7 +257,7 @@ class BatchDecoder:
             token_logp = lps[0] if forced is None else float(logp[row, token])
             prob = math.exp(token_logp)
             alternatives = [(i, self._vocab[i], math.exp(lp)) for i, lp in zip(ids[:width], lps[:width], strict=True)]
-        self_att, cross_att = self._attention(row)
+        self_att, cross_att = self._attention(r, row)
         info = self.stepper.info([row])
         events.append(
             TokenEvent(r.id, r.step, token, self._vocab[token], prob, forced is not None, alternatives, info,
@@ -286,7 +286,7 @@ class BatchDecoder:
             _, live, ended = r.beam.advance(logp)
         beams = []
         for parent, token, token_logp, total in live:
-            self_att, cross_att = self._attention(rows[parent])
+            self_att, cross_att = self._attention(r, rows[parent])
             beams.append(Beam(parent, token, self._vocab[token], math.exp(token_logp), total, self_att, cross_att))
         finished = [self._hypothesis(*r.beam.finished[i][:3]) for i in ended]
         info = self.stepper.info(rows)

@@ -131,3 +131,12 @@ def test_captured_attention_equals_the_models_own_recording() -> None:
     for a, b in zip(cached, full, strict=True):
         torch.testing.assert_close(a.self_attention, b.self_attention, rtol=0, atol=1e-5)
         torch.testing.assert_close(a.cross_attention, b.cross_attention, rtol=0, atol=1e-5)
+
+
+def test_only_the_requests_that_ask_get_attention_rows() -> None:
+    model = tiny_model(seed=6)
+    events, _ = run(model, [(SRC, DecodeParams(max_len=3, capture_attention=True)),
+                            (SRC, DecodeParams(max_len=3, top_alternatives=2000))], cache=True)
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert all((e.self_attention is not None) == (e.request_id == "0") for e in tokens)
+    assert all(len(e.alternatives) == model.config.tgt_vocab_size for e in tokens if e.request_id == "1")

@@ -120,7 +120,8 @@ class Batcher:
             self._refuse(job, "model_unavailable", f"the worker could not load {job.model_name}: {loaded}", tick)
             return None
         try:
-            src_ids = loaded.src_tokenizer.encode(job.source)
+            # As in training: the source's ids, then <eos> (the model learned to read up to it).
+            src_ids = [*loaded.src_tokenizer.encode(job.source), EOS_ID]
             if len(src_ids) > loaded.config.max_len:
                 raise _Refused("source_too_long",
                                f"the source has {len(src_ids)} tokens; {job.model_name} takes at most {loaded.config.max_len}")

@@ -73,6 +73,7 @@ def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the model from a web process running as another user
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

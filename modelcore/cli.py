@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tie-embeddings", action="store_true")
     p.add_argument("--steps", type=_positive_int, default=2000)
     p.add_argument("--batch-size", type=_positive_int, default=64)
+    p.add_argument("--no-bucketing", action="store_true", help="mix lengths in each batch")
     p.add_argument("--schedule", choices=SCHEDULES, default="noam")
     p.add_argument("--warmup", type=_positive_int, default=400, help="warmup steps of the noam schedule")
     p.add_argument("--lr-factor", type=_number, default=1.0, help="noam: the paper's rate times this")
@@ -159,7 +160,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     task = _load_task(args)
     config = TrainConfig(
         preset=args.preset, model=_model_overrides(args), steps=args.steps, batch_size=args.batch_size,
-        schedule=args.schedule, warmup_steps=args.warmup, lr_factor=args.lr_factor, lr=args.lr,
+        length_bucketing=not args.no_bucketing, schedule=args.schedule, warmup_steps=args.warmup,
+        lr_factor=args.lr_factor, lr=args.lr,
         label_smoothing=args.label_smoothing, clip_grad_norm=args.clip_grad_norm, eval_every=args.eval_every,
         checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device or "auto",
     )

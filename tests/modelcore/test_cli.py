@@ -1,0 +1,120 @@
+"""`python -m modelcore`: useful answers on the shipped models, one clean line on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from modelcore.checkpoint import SHIPPED_DIR, load_model
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "modelcore", *args], capture_output=True, text=True, timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "required: command"),
+        (("train", "--task", "nope", "--out", "{tmp}"), "unknown task 'nope'"),
+        (("train", "--task", "reverse", "--out", "{tmp}", "--steps", "many"), "expected a whole number"),
+        (("train", "--task", "reverse", "--out", "{tmp}", "--steps", "0"), "expected a number >= 1"),
+        (("train", "--task", "reverse", "--out", "{tmp}", "--heads", "3", "--d-model", "64"), "divisible"),
+        (("train", "--corpus", "{tmp}/none.tsv", "--out", "{tmp}"), "no corpus file"),
+        (("decode", "--model", "{tmp}/missing", "hello"), "no model folder"),
+        (("decode", "--model", "reverse", "   "), "empty text"),
+        (("decode", "--model", "reverse", "--max-len", "-1", "1 2"), "--max-len"),
+        (("evaluate", "--model", "no-such-model"), "no shipped model"),
+        (("gradflow", "--layers", "two"), "expected a whole number"),
+    ],
+)
+def test_bad_input_gives_one_line_and_a_failure_status(tmp_path: Path, args, message) -> None:
+    result = _run(*(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_decode_reverses_with_the_shipped_model() -> None:
+    result = _run("decode", "--model", "reverse", "3 a 7 j 0 0 b")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "b 0 0 j 7 a 3\n"
+
+
+def test_decode_json_emits_one_frame_per_step_then_done() -> None:
+    result = _run("decode", "--model", "reverse", "--json", "1 2 3 4 5")
+    frames = [json.loads(line) for line in result.stdout.splitlines()]
+    tokens, done = frames[:-1], frames[-1]
+    assert [f["seq"] for f in tokens] == [0, 1, 2, 3, 4]
+    assert [f["token"] for f in tokens] == ["5", "4", "3", "2", "1"]
+    assert all(f["type"] == "token" and isinstance(f["id"], int) and 0.5 < f["prob"] <= 1 for f in tokens)
+    assert done == {"type": "done", "text": "5 4 3 2 1", "steps": 5}
+
+
+def test_decode_translates_chinese() -> None:
+    result = _run("decode", "--model", "zh-en-pre", "我喜欢猫。")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "i like cats .\n"
+
+
+def test_evaluate_reproduces_the_shipped_figures() -> None:
+    result = _run("evaluate", "--model", "reverse", "--json")
+    figures = json.loads(result.stdout)
+    assert {"bleu", "exact_match", "token_accuracy", "n"} <= set(figures)
+    shipped = load_model("reverse").metrics["test"]
+    assert figures["n"] == shipped["n"] == 1000
+    for key in ("bleu", "exact_match", "token_accuracy"):
+        assert figures[key] == pytest.approx(shipped[key], abs=1e-6)
+    assert figures["exact_match"] >= 0.99
+
+
+@pytest.mark.parametrize("name", ["zh-en-post", "zh-en-pre", "reverse"])
+def test_shipped_models_meet_their_targets_and_size(name: str) -> None:
+    metrics = load_model(name).metrics["test"]
+    if name == "reverse":
+        assert metrics["exact_match"] >= 0.99
+    else:
+        assert metrics["bleu"] >= 90
+    assert (SHIPPED_DIR / name / "model.safetensors").stat().st_size <= 5 * 2**20
+    assert sorted(p.name for p in (SHIPPED_DIR / name).iterdir()) == [
+        "config.json", "metrics.json", "model.safetensors", "tokenizer.json"
+    ]
+
+
+def test_the_two_zh_en_models_differ_only_in_the_norm_position() -> None:
+    post, pre = load_model("zh-en-post").config.to_dict(), load_model("zh-en-pre").config.to_dict()
+    assert post.pop("norm_position") == "post" and pre.pop("norm_position") == "pre"
+    assert post == pre
+
+
+def test_gradflow_json_shape() -> None:
+    result = _run("gradflow", "--layers", "2", "--d-model", "32", "--heads", "2", "--seeds", "1", "--json")
+    data = json.loads(result.stdout)
+    assert data["config"]["n_encoder_layers"] == 2
+    assert [(r["stack"], r["index"]) for r in data["layers"]] == [
+        ("encoder", 0), ("encoder", 1), ("decoder", 0), ("decoder", 1)
+    ]
+    for row in data["layers"]:
+        expected = {"self_attn", "ffn.linear1", "ffn.linear2"} | ({"cross_attn"} if row["stack"] == "decoder" else set())
+        assert expected <= set(row["grad_norms"]) and all(v > 0 for v in row["grad_norms"].values())
+
+
+def test_train_writes_a_model_folder_that_decode_reads(tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    result = _run(
+        "train", "--task", "copy", "--task-option", "n_train=200", "--task-option", "n_valid=10",
+        "--task-option", "n_test=10", "--out", str(out), "--preset", "tiny", "--steps", "3", "--quiet", "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["test"]["n"] == 10
+    assert {"config.json", "model.safetensors", "tokenizer.json", "metrics.json"} <= {p.name for p in out.iterdir()}
+    decoded = _run("decode", "--model", str(out), "1 2 3")
+    assert decoded.returncode == 0 and decoded.stdout.endswith("\n")

@@ -163,7 +163,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         length_bucketing=not args.no_bucketing, schedule=args.schedule, warmup_steps=args.warmup,
         lr_factor=args.lr_factor, lr=args.lr,
         label_smoothing=args.label_smoothing, clip_grad_norm=args.clip_grad_norm, eval_every=args.eval_every,
-        checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device or "auto",
+        checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device,
     )
     ModelConfig.from_preset(config.preset, src_vocab_size=1, tgt_vocab_size=1, **config.model)  # fail early
 

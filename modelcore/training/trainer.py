@@ -55,7 +55,7 @@ class TrainConfig:
     checkpoint_every: int = 500  # 0: only at the end (and when stopped)
     log_every: int = 10  # training-loss points kept in metrics.json
     seed: int = 0
-    device: str = "auto"
+    device: str | None = None  # "auto" | "cpu" | "cuda"; None: $MODELCORE_DEVICE, else "auto"
 
     def __post_init__(self) -> None:
         self.betas = tuple(self.betas)  # JSON gives a list back

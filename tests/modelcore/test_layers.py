@@ -48,6 +48,19 @@ def _reference_norms_to_rms(theirs: nn.Module) -> None:
             setattr(theirs, name, rms)
 
 
+def _same_weights(reference: type, ours_type: type, norm_position: str, norm: str) -> tuple[nn.Module, nn.Module]:
+    """A torch.nn reference layer and ours holding its weights, both in eval mode."""
+    torch.manual_seed(0)
+    theirs = reference(
+        D_MODEL, N_HEADS, D_FF, dropout=0.1, activation="relu", batch_first=True, norm_first=norm_position == "pre"
+    )
+    if norm == "rmsnorm":
+        _reference_norms_to_rms(theirs)
+    ours = ours_type(_config(norm_position, norm))
+    _copy_layer(ours, theirs)
+    return theirs.eval(), ours.eval()
+
+
 @pytest.fixture
 def no_torch_fastpath():
     """torch's fused inference path reads norm biases, which RMSNorm lacks."""
@@ -67,16 +80,7 @@ def _padded_batch(generator: torch.Generator, length: int) -> tuple[torch.Tensor
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_encoder_layer_matches_torch(norm_position: str, norm: str, no_torch_fastpath) -> None:
-    torch.manual_seed(0)
-    theirs = nn.TransformerEncoderLayer(
-        D_MODEL, N_HEADS, D_FF, dropout=0.1, activation="relu", batch_first=True,
-        norm_first=norm_position == "pre",
-    )
-    if norm == "rmsnorm":
-        _reference_norms_to_rms(theirs)
-    ours = EncoderLayer(_config(norm_position, norm))
-    _copy_layer(ours, theirs)
-    theirs.eval(), ours.eval()
+    theirs, ours = _same_weights(nn.TransformerEncoderLayer, EncoderLayer, norm_position, norm)
     x, pad = _padded_batch(torch.Generator().manual_seed(1), 9)
 
     expected = theirs(x, src_key_padding_mask=pad)
@@ -88,16 +92,7 @@ def test_encoder_layer_matches_torch(norm_position: str, norm: str, no_torch_fas
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_decoder_layer_matches_torch(norm_position: str, norm: str, no_torch_fastpath) -> None:
-    torch.manual_seed(0)
-    theirs = nn.TransformerDecoderLayer(
-        D_MODEL, N_HEADS, D_FF, dropout=0.1, activation="relu", batch_first=True,
-        norm_first=norm_position == "pre",
-    )
-    if norm == "rmsnorm":
-        _reference_norms_to_rms(theirs)
-    ours = DecoderLayer(_config(norm_position, norm))
-    _copy_layer(ours, theirs)
-    theirs.eval(), ours.eval()
+    theirs, ours = _same_weights(nn.TransformerDecoderLayer, DecoderLayer, norm_position, norm)
     g = torch.Generator().manual_seed(2)
     x, tgt_pad = _padded_batch(g, 7)
     memory, src_pad = _padded_batch(g, 11)

@@ -82,5 +82,6 @@ def test_broken_folders_are_refused_with_a_clear_error(tmp_path: Path, tokenizer
 
 
 def test_no_pickle_is_involved() -> None:
-    source = "\n".join(p.read_text() for p in Path("modelcore").rglob("*.py"))
+    package = Path(__file__).resolve().parents[2] / "modelcore"
+    source = "\n".join(p.read_text() for p in package.rglob("*.py"))
     assert "torch.load" not in source and "import pickle" not in source

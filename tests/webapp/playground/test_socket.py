@@ -47,11 +47,11 @@ async def test_a_decode_streams_start_then_one_token_per_step_then_done(worker, 
     frames = await until_final(ws)
     start, *steps, done = frames
     assert start["type"] == "start" and start["tag"] == "first"
-    assert start["src_tokens"] == SOURCE.split()
+    assert start["src_tokens"] == [*SOURCE.split(), "<eos>"]  # the model reads its source up to <eos>
     assert [f["type"] for f in steps] == ["token"] * 7
     assert [f["seq"] for f in steps] == list(range(7))
     assert {f["request_id"] for f in frames} == {start["request_id"]}
-    assert len(steps[3]["attention"]["cross"][0][0]) == 5  # layer 0, head 0: one weight per source token
+    assert len(steps[3]["attention"]["cross"][0][0]) == 6  # layer 0, head 0: one weight per source token and <eos>
     assert done["type"] == "done" and done["steps"] == 7 and done["reason"] == "max_len"
     assert done["text"] == steps[-1]["text"] == " ".join(f["token"] for f in steps)
     await ws.disconnect()
@@ -66,7 +66,7 @@ async def test_two_users_decoding_at_once_get_only_their_own_gapless_frames(work
     )
     mine, theirs = await asyncio.gather(until_final(first), until_final(second))
     for frames, source in ((mine, "1 8 6 j"), (theirs, "a b c d e f g")):
-        assert frames[0]["src_tokens"] == source.split()
+        assert frames[0]["src_tokens"] == [*source.split(), "<eos>"]
         assert {f["request_id"] for f in frames} == {frames[0]["request_id"]}
         assert [f["seq"] for f in tokens_of(frames)] == list(range(60))
         assert frames[-1]["type"] == "done"

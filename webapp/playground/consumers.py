@@ -1,14 +1,25 @@
 """`/ws/decode/`: a student's decode requests go to the worker; the worker's frames come back here."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from webapp.core.sockets import JsonSocket
+from webapp.playground.handoff import handoff
 from webapp.playground.protocol import ProtocolError, is_tag, parse_target
-from webapp.playground.services import decode_cancel, decode_step, decode_submit
+from webapp.playground.services import (
+    decode_cancel,
+    decode_request,
+    decode_step,
+    model_for,
+    new_job,
+    published_model_cached,
+)
+
+log = logging.getLogger(__name__)
 
 
 class DecodeConsumer(JsonSocket):
@@ -29,17 +40,28 @@ class DecodeConsumer(JsonSocket):
     async def on_decode(self, frame: dict[str, Any]) -> None:
         # The channel layer delivers only to existing subscribers: this consumer's channel was
         # subscribed when it connected, so the worker's first frame cannot be lost.
+        user = self.scope["user"]
         try:
-            # Not thread-sensitive: a class sending 30 requests at once is checked in parallel threads,
-            # not queued behind one another on Channels' single database thread.
-            job = await database_sync_to_async(decode_submit, thread_sensitive=False)(
-                user=self.scope["user"], frame=frame, reply_channel=self.channel_name
-            )
+            request = decode_request(frame)
+            # A published model read in the last few seconds needs no database (and no thread hop).
+            model = published_model_cached(request.model)
+            if model is None:
+                # Not thread-sensitive: a class sending 30 requests at once is checked in parallel threads,
+                # not queued behind one another on Channels' single database thread.
+                model = await database_sync_to_async(model_for, thread_sensitive=False)(user, request.model)
         except ProtocolError as error:
-            tag = frame.get("tag")
-            await self.send_error(error.code, error.message, **({"tag": tag} if is_tag(tag) else {}))
+            await self.send_error(error.code, error.message, **_tag_of(frame))
             return
+        job = new_job(user_id=user.id, reply_channel=self.channel_name, request=request, model=model)
         self.running[job["request_id"]] = job["step_mode"]
+        try:
+            refusal = await handoff().send(job)
+        except Exception:
+            log.exception("could not queue decode %s", job["request_id"])
+            refusal = ProtocolError("unavailable", "the decoding service cannot be reached; try again in a moment")
+        if refusal is not None:
+            self.running.pop(job["request_id"], None)
+            await self.send_error(refusal.code, refusal.message, **_tag_of(frame))
 
     async def on_cancel(self, frame: dict[str, Any]) -> None:
         targets = await self._targets(frame, step_only=False)
@@ -84,3 +106,9 @@ class DecodeConsumer(JsonSocket):
         if message.get("final"):
             self.running.pop(message.get("request_id", ""), None)
         await self.send(text_data=message["text"])
+
+
+def _tag_of(frame: dict[str, Any]) -> dict[str, Any]:
+    """The frame's tag, to echo in an error frame, when it is a valid one."""
+    tag = frame.get("tag")
+    return {"tag": tag} if is_tag(tag) else {}

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
 from webapp.playground import keys
-from webapp.playground.protocol import Limits, ProtocolError, parse_decode
+from webapp.playground.protocol import DecodeRequest, Limits, ProtocolError, parse_decode
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
 
@@ -54,17 +54,16 @@ def playground_limits() -> Limits:
     return Limits(max_source_chars=settings.PLAYGROUND_MAX_SOURCE_CHARS, max_tokens=settings.PLAYGROUND_MAX_TOKENS)
 
 
-def decode_submit(*, user: Any, frame: dict[str, Any], reply_channel: str) -> dict[str, Any]:
-    """Check a `decode` frame, count it against the user's limits and queue it; returns the job sent."""
-    request = parse_decode(frame, playground_limits())
-    model = _model_for(user, request.model)
-    request_id = uuid.uuid4().hex[:16]
-    now = time.time()
-    deadline = now + settings.PLAYGROUND_MAX_SECONDS
-    _admit(user_id=user.id, request_id=request_id, now=now, expires=deadline + 5)
-    job = {
-        "request_id": request_id,
-        "user_id": user.id,
+def decode_request(frame: dict[str, Any]) -> DecodeRequest:
+    """A `decode` frame checked against the settings' limits (ProtocolError naming what is wrong)."""
+    return parse_decode(frame, playground_limits())
+
+
+def new_job(*, user_id: int, reply_channel: str, request: DecodeRequest, model: dict[str, Any]) -> dict[str, Any]:
+    """The job a worker runs for this request (see worker.lanes.Job)."""
+    return {
+        "request_id": uuid.uuid4().hex[:16],
+        "user_id": user_id,
         "reply": reply_channel,
         "model": model,
         "source": request.source,
@@ -75,19 +74,62 @@ def decode_submit(*, user: Any, frame: dict[str, Any], reply_channel: str) -> di
         "tag": request.tag,
         "max_tokens": settings.PLAYGROUND_MAX_TOKENS,
         "max_seconds": settings.PLAYGROUND_MAX_SECONDS,
-        "submitted_at": now,
+        "submitted_at": time.time(),
     }
-    from webapp.playground.tasks import decode
 
-    decode.apply_async(args=[job], queue="interactive")
-    return job
+
+def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
+    """Count each job against its user's limits and queue the admitted ones, all in one Celery message.
+
+    One Redis round trip for every job's limits (the script runs job after job, so a user's
+    own jobs in one call are counted one after another), one publish for them all. Returns,
+    per job, None (queued) or the ProtocolError that refused it.
+    """
+    admit = _admit_script(settings.REDIS_URL)
+    pipe = playground_redis().pipeline(transaction=False)
+    for job in jobs:
+        now = job["submitted_at"]
+        admit(
+            keys=[keys.running_key(job["user_id"]), keys.rate_key(job["user_id"])],
+            args=[repr(now), settings.PLAYGROUND_MAX_CONCURRENT, settings.PLAYGROUND_REQUESTS_PER_MINUTE,
+                  job["request_id"], repr(now + job["max_seconds"] + 5)],
+            client=pipe,
+        )
+    verdicts = [_refusal(verdict) for verdict in pipe.execute()]
+    admitted = [job for job, refusal in zip(jobs, verdicts, strict=True) if refusal is None]
+    if admitted:
+        from webapp.playground.tasks import decode
+
+        try:
+            decode.apply_async(args=[admitted], queue="interactive")
+        except Exception:  # the broker is down: free the slots just taken before telling the clients
+            for job in admitted:
+                decode_release(user_id=job["user_id"], request_ids=[job["request_id"]])
+            raise
+    return verdicts
+
+
+def decode_release(*, user_id: int, request_ids: list[str]) -> None:
+    """Free the slots of requests that never reached a worker."""
+    playground_redis().zrem(keys.running_key(user_id), *request_ids)
 
 
 _models: dict[str, tuple[float, dict[str, Any], bool]] = {}  # name -> (when read, job fields, published)
 MODEL_CACHE_S = 5.0  # publishing or unpublishing reaches new decodes within this many seconds
 
 
-def _model_for(user: Any, name: str) -> dict[str, Any]:
+def published_model_cached(name: str) -> dict[str, Any] | None:
+    """A published model's job fields when read from the database in the last few seconds, else None.
+
+    Needs neither the database nor the user: a published model is open to every signed-in user.
+    """
+    cached = _models.get(name)
+    if cached is None or time.monotonic() - cached[0] > MODEL_CACHE_S or not cached[2]:
+        return None
+    return cached[1]
+
+
+def model_for(user: Any, name: str) -> dict[str, Any]:
     """The registry entry a decode names, as the job carries it; read from the database every few seconds.
 
     A class starting thirty decodes at once then costs the database one query, not thirty
@@ -108,23 +150,20 @@ def _model_for(user: Any, name: str) -> dict[str, Any]:
     return fields
 
 
-def _admit(*, user_id: int, request_id: str, now: float, expires: float) -> None:
-    verdict = _admit_script(settings.REDIS_URL)(
-        keys=[keys.running_key(user_id), keys.rate_key(user_id)],
-        args=[repr(now), settings.PLAYGROUND_MAX_CONCURRENT, settings.PLAYGROUND_REQUESTS_PER_MINUTE, request_id,
-              repr(expires)],
-    )
+def _refusal(verdict: list[Any]) -> ProtocolError | None:
+    """The admit script's answer as the error frame a client gets (None: admitted)."""
     if verdict[0] == 1:
-        raise ProtocolError(
+        return ProtocolError(
             "too_many_decodes",
             f"you already have {settings.PLAYGROUND_MAX_CONCURRENT} decodes running: wait for one to end or cancel it",
         )
     if verdict[0] == 2:
         wait = max(1, round(float(verdict[1])))
-        raise ProtocolError(
+        return ProtocolError(
             "rate_limited",
             f"at most {settings.PLAYGROUND_REQUESTS_PER_MINUTE} decodes a minute: try again in {wait} s",
         )
+    return None
 
 
 def decode_cancel(*, user_id: int, request_ids: list[str]) -> None:

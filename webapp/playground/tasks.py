@@ -7,12 +7,14 @@ from celery import shared_task
 
 
 @shared_task(name="webapp.playground.decode", ignore_result=True)
-def decode(job: dict[str, Any]) -> None:
-    """Hand one decode request to this process's batching loop and return at once.
+def decode(jobs: list[dict[str, Any]]) -> None:
+    """Hand decode requests (those the web process accepted together) to this process's batching loop.
 
-    The loop streams the request's frames to `job["reply"]` while other requests join and leave
-    its batch, so a worker serves many students together even with the solo pool.
+    Returns at once. The loop streams each request's frames to its `reply` while other requests
+    join and leave its batch, so a worker serves many students together even with the solo pool.
     """
     from webapp.playground.worker.loop import decode_loop
 
-    decode_loop().submit(job)
+    loop = decode_loop()
+    for job in jobs:
+        loop.submit(job)

@@ -20,7 +20,7 @@ from modelcore.tokenization import BOS_ID
 
 @dataclass(frozen=True)
 class Job:
-    """One decode request as the socket queued it (see services.decode_submit).
+    """One decode request as the socket queued it (see services.new_job).
 
     `reply` is the consumer's channel name, or "group:<name>" to reach a channel-layer group.
     """

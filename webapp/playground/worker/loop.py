@@ -19,6 +19,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from channels.layers import get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from channels_redis.utils import create_pool, decode_hosts
 from django.conf import settings
 
 from modelcore.checkpoint import LoadedModel
@@ -156,17 +158,17 @@ class DecodeLoop:
 
     async def _send_forever(self, outbox: asyncio.Queue[Tick | None], client: aioredis.Redis) -> None:
         """Send each turn's frames in order (requests side by side), then record ended requests."""
-        layer = get_channel_layer()
-        while (tick := await outbox.get()) is not None:
-            try:
-                by_request: dict[str, list[Out]] = defaultdict(list)
-                for out in tick.out:
-                    by_request[out.request_id].append(out)
-                await asyncio.gather(*(_send_in_order(layer, outs) for outs in by_request.values()))
-                if tick.ended or tick.extended:
-                    await _record(client, tick)
-            except Exception:
-                log.exception("playground frames could not be sent")
+        sender = FrameSender(get_channel_layer())
+        try:
+            while (tick := await outbox.get()) is not None:
+                try:
+                    await sender.send(tick.out)
+                    if tick.ended or tick.extended:
+                        await _record(client, tick)
+                except Exception:
+                    log.exception("playground frames could not be sent")
+        finally:
+            await sender.close()
 
 
 def _limit_threads() -> None:
@@ -176,13 +178,57 @@ def _limit_threads() -> None:
     torch.set_num_threads(settings.PLAYGROUND_TORCH_THREADS)
 
 
-async def _send_in_order(layer: Any, outs: list[Out]) -> None:
-    for out in outs:
-        message = {"type": "playground.frame", "request_id": out.request_id, "final": out.final, "text": out.text}
-        if out.reply.startswith("group:"):
-            await layer.group_send(out.reply[len("group:"):], message)
-        else:
-            await layer.send(out.reply, message)
+class FrameSender:
+    """Delivers a turn's frames to the consumers that asked for them.
+
+    With the Redis pub/sub channel layer on one Redis (the project's setting), every direct
+    frame of a turn goes out in one pipeline: one round trip for the 32 frames of 32 students
+    instead of 32 (the layer's own send() publishes one message per round trip, under a lock).
+    A pipeline keeps the order of its commands, so each request's frames arrive in order.
+    Frames for a channel-layer group, and any other layer, go through the layer's API.
+    """
+
+    def __init__(self, layer: Any) -> None:
+        self.layer = layer
+        self._client: aioredis.Redis | None = None
+        hosts = getattr(layer, "_kwargs", {}).get("hosts") if isinstance(layer, RedisPubSubChannelLayer) else None
+        if hosts is not None and len(decode_hosts(hosts)) == 1:
+            self._client = aioredis.Redis(connection_pool=create_pool(decode_hosts(hosts)[0]))
+
+    async def send(self, outs: list[Out]) -> None:
+        direct = [out for out in outs if not out.reply.startswith("group:")]
+        grouped: dict[str, list[Out]] = defaultdict(list)
+        for out in outs:
+            if out.reply.startswith("group:"):
+                grouped[out.request_id].append(out)
+        sends = [self._to_group(group) for group in grouped.values()]
+        if direct and self._client is not None:
+            pipe = self._client.pipeline(transaction=False)
+            for out in direct:
+                pipe.publish(out.reply, self.layer.serialize(_message(out)))
+            sends.append(pipe.execute())
+        elif direct:
+            by_request: dict[str, list[Out]] = defaultdict(list)
+            for out in direct:
+                by_request[out.request_id].append(out)
+            sends += [self._in_order(group) for group in by_request.values()]
+        await asyncio.gather(*sends)
+
+    async def _to_group(self, outs: list[Out]) -> None:
+        for out in outs:
+            await self.layer.group_send(out.reply[len("group:"):], _message(out))
+
+    async def _in_order(self, outs: list[Out]) -> None:
+        for out in outs:
+            await self.layer.send(out.reply, _message(out))
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose(close_connection_pool=True)
+
+
+def _message(out: Out) -> dict[str, Any]:
+    return {"type": "playground.frame", "request_id": out.request_id, "final": out.final, "text": out.text}
 
 
 async def _record(client: aioredis.Redis, tick: Tick) -> None:

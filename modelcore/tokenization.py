@@ -63,7 +63,14 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, dropping <pad>/<bos>/<eos>; an unknown id reads as <unk>."""
-        tokens = [self.id_to_token(int(i)) for i in ids if int(i) not in _HIDDEN_IDS]
+        return self.join([self.id_to_token(int(i)) for i in ids if int(i) not in _HIDDEN_IDS])
+
+    def join(self, tokens: list[str]) -> str:
+        """Token strings (no special ones) back into text, as decode() joins them.
+
+        For a text that grows one token at a time: keep its tokens and join them, instead of
+        looking every id up again at each step.
+        """
         if self.kind == "char":
             return "".join(tokens)  # spaces are tokens of their own at char level
         if self.kind == "word":

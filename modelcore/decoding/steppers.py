@@ -70,8 +70,8 @@ class CachedStepper:
         self.cache = KVCache(len(self.w.layers), self.w.n_heads, self.w.d_k, param.dtype, param.device)
         self.capture = capture
         self.attention: tuple[Tensor, Tensor] | None = None  # (L, B, h, T) self, (L, B, h, S) cross
-        # F.scaled_dot_product_attention when not capturing; None: on GPUs only.
-        self.fused_attention = param.device.type != "cpu" if fused_attention is None else fused_attention
+        # F.scaled_dot_product_attention when not capturing (None: yes); False: the two matmuls always.
+        self.fused_attention = True if fused_attention is None else fused_attention
         self._self_rows: list[Tensor] = []
         self._cross_rows: list[Tensor] = []
 
@@ -160,8 +160,9 @@ class CachedStepper:
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, rows: list[Tensor]) -> Tensor:
         """q (B, h, 1, d_k), already scaled, over k, v (B, h, T, d_k); keeps the weights (B, h, T) when capturing.
 
-        On a CPU two batched matmuls and a softmax cost what the fused kernel costs for one query
-        row (measured), so capturing the weights is nearly free there; a GPU takes the fused kernel.
+        Without capture, the fused kernel (F.scaled_dot_product_attention). With capture, two batched
+        matmuls and a softmax, which keep the weights: on a CPU they cost about what the fused
+        kernel costs for one query row (bench/decode.py: capture is 0.94-1.09x the plain step).
         """
         if not self.capture and self.fused_attention:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)

@@ -43,8 +43,8 @@ def run(
 ) -> tuple[list[Event], list[Tensor]]:
     """Decode requests together; returns every event and the raw logits of every step."""
     decoder = BatchDecoder(model, cache=cache)
-    if fused_attention:
-        decoder.stepper = CachedStepper(model, fused_attention=True)  # what a GPU runs
+    if cache:  # the fused kernel, or the matmuls that capture takes (also run without capture here)
+        decoder.stepper = CachedStepper(model, fused_attention=fused_attention)
     logits: list[Tensor] = []
     step = decoder.stepper.step
 

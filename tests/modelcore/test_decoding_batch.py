@@ -53,7 +53,7 @@ def test_each_request_finishes_on_its_own_step() -> None:
     assert finished_at == {"short": 1, "long": 8}
 
 
-@pytest.mark.parametrize("fused_attention", [False, True], ids=["cpu-attention", "gpu-attention"])
+@pytest.mark.parametrize("fused_attention", [False, True], ids=["matmul-attention", "fused-attention"])
 def test_a_request_added_to_a_running_batch_gets_the_same_tokens_as_alone(fused_attention: bool) -> None:
     model = tiny_model("post", "rmsnorm", seed=2)
     late_params = DecodeParams(max_len=12, capture_attention=not fused_attention)

@@ -88,3 +88,12 @@ def test_char_level_round_trips_any_text_made_of_known_characters(text: str) -> 
     text = unicodedata.normalize("NFC", text)
     tok = Tokenizer.train([text + "x"], "char")
     assert tok.decode(tok.encode(text)) == text
+
+
+@pytest.mark.parametrize("kind, texts", [("char", ZH), ("word", EN), ("bpe", EN + ZH)])
+def test_joining_the_tokens_of_a_growing_output_reads_as_decoding_its_ids(kind: str, texts: list[str]) -> None:
+    tok = Tokenizer.train(texts, kind)
+    ids = tok.encode(texts[1])
+    for n in range(1, len(ids) + 1):  # the playground shows the text after every step
+        assert tok.join([tok.id_to_token(i) for i in ids[:n]]) == tok.decode(ids[:n])
+    assert tok.join([tok.id_to_token(i) for i in ids]) == texts[1]

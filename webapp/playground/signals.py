@@ -1,6 +1,7 @@
 """Worker start and stop: an `interactive` worker loads the shipped models and starts its decoding loop."""
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import threading
@@ -29,6 +30,9 @@ def _preload() -> None:
     from webapp.playground.worker.loop import decode_loop, warm_up
 
     warmed = warm_up(decode_loop(), [str(SHIPPED_DIR / name) for name in shipped_models()])
+    # Django, Celery, torch and the warm models are loaded for good: move their objects out of the
+    # collector's reach, so that a full collection during decoding walks only what decoding made.
+    gc.freeze()
     log.info("playground: decoding loop running, %d shipped model(s) warm", len(warmed))
 
 

@@ -199,9 +199,10 @@ class Batcher:
                 live.shadow.follow(event)
             frame = frames.step_frame(event, step_ms=step_ms, batch_rows=rows, recompute_ms=live.pending_recompute_ms)
             if isinstance(event, TokenEvent):  # the output so far, joined as the target tokenizer joins it
+                tokenizer = live.lane.loaded.tgt_tokenizer
                 if event.id != EOS_ID:
-                    live.ids.append(event.id)
-                frame["text"] = live.lane.loaded.tgt_tokenizer.decode(live.ids)
+                    live.tokens.append(tokenizer.id_to_token(event.id))
+                frame["text"] = tokenizer.join(live.tokens)
             self._emit(live.job, frame, tick)
         elif isinstance(event, DoneEvent):
             self._finish(live, event, None, tick)

@@ -98,7 +98,7 @@ class Live:
     credits: int = 0  # step mode: `step` frames not yet used
     first_token_ms: float | None = None
     pending_recompute_ms: float | None = None
-    ids: list[int] = field(default_factory=list)  # output so far (greedy, sampling)
+    tokens: list[str] = field(default_factory=list)  # output so far (greedy, sampling), as token strings
 
 
 class Lane:

@@ -14,6 +14,7 @@ from webapp.playground.worker.lanes import Job, Lane, Live, Shadow
 log = logging.getLogger(__name__)
 
 IDLE_POLL_S = 0.02  # how often cancel/step flags are read while only paced or step-mode requests run
+SHARED_LANE_IDLE_S = 300.0  # a shared lane unused this long is dropped, and its KV cache freed
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class Batcher:
         for lane in [*self.shared.values(), *self.private]:
             if lane.due(mono):
                 self._step(lane, mono, tick)
-        self._drop_empty_lanes()
+        self._drop_empty_lanes(mono)
         self._watch(mono, tick)
         return tick
 
@@ -165,7 +166,7 @@ class Batcher:
             return lane
         key = (str(loaded.path), loaded.checkpoint_hash)
         if key not in self.shared:
-            self.shared[key] = Lane(loaded)
+            self.shared[key] = Lane(loaded, shared=True)
         return self.shared[key]
 
     @staticmethod
@@ -231,10 +232,14 @@ class Batcher:
             if request_id in live.lane.decoder.active:
                 live.lane.decoder.cancel(request_id)
 
-    def _drop_empty_lanes(self) -> None:
+    def _drop_empty_lanes(self, mono: float) -> None:
+        """Private lanes go with their request; a shared one (and its KV cache) after a while unused."""
         self.private = [lane for lane in self.private if lane.live]
-        for key in [key for key, lane in self.shared.items() if not lane.live]:
-            del self.shared[key]  # its KV cache goes with it; a new lane costs only an allocation
+        for key, lane in list(self.shared.items()):
+            if lane.live:
+                lane.idle_since = mono
+            elif mono - lane.idle_since > SHARED_LANE_IDLE_S:
+                del self.shared[key]
 
     def _watch(self, mono: float, tick: Tick) -> None:
         tick.live = list(self.live)

@@ -101,16 +101,30 @@ class Live:
     tokens: list[str] = field(default_factory=list)  # output so far (greedy, sampling), as token strings
 
 
-class Lane:
-    """One BatchDecoder and the requests it steps; `pace_s` and `step_mode` for a private lane."""
+SHARED_LANE_ROWS = 32  # KV-cache rows a shared lane allocates up front: a class joining at once fits
 
-    def __init__(self, loaded: LoadedModel, *, pace_s: float = 0.0, step_mode: bool = False) -> None:
+
+class Lane:
+    """One BatchDecoder and the requests it steps; `pace_s` and `step_mode` for a private lane.
+
+    A shared lane allocates its KV cache for a whole class when it is made, and outlives its
+    last request for a while (Batcher.SHARED_LANE_IDLE_S): growing the cache as a class joins
+    re-allocates and copies every layer's buffers each time the rows double, a pause that
+    every student already decoding on that lane would see between two tokens.
+    """
+
+    def __init__(self, loaded: LoadedModel, *, pace_s: float = 0.0, step_mode: bool = False,
+                 shared: bool = False) -> None:
         self.loaded = loaded
         self.decoder: BatchDecoder = open_decoder(loaded)
         self.pace_s = pace_s
         self.step_mode = step_mode
         self.next_due = 0.0  # time.monotonic() of a paced lane's next step
         self.live: dict[str, Live] = {}
+        self.idle_since = time.monotonic()  # when its last request left (shared lanes wait a while)
+        if shared:
+            with torch.inference_mode():
+                self.decoder.stepper.reserve(SHARED_LANE_ROWS, loaded.config.max_len)
 
     def due(self, now: float) -> bool:
         if not self.live:

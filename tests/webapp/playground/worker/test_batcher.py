@@ -146,3 +146,24 @@ def test_a_model_that_would_not_load_is_reported_to_its_client(loaded):
     tick = Batcher().tick(jobs=[(job("x"), FileNotFoundError("gone"))], cancels=set(), credits={})
     (error,) = frames(tick)
     assert error["code"] == "model_unavailable" and "gone" in error["message"]
+
+
+def test_a_shared_lane_keeps_its_cache_for_the_next_class_and_goes_when_unused_long_enough(loaded):
+    from webapp.playground.worker import batcher as batcher_module
+    from webapp.playground.worker.lanes import SHARED_LANE_ROWS
+
+    batcher = Batcher()
+    batcher.tick(jobs=[(job("a"), loaded)], cancels=set(), credits={})
+    (lane,) = batcher.shared.values()
+    cache = lane.decoder.stepper.cache
+    assert cache.capacity_rows >= SHARED_LANE_ROWS  # room for a class, allocated before the first step
+    buffers = [k.data_ptr() for k in cache.self_k]
+    run(batcher)
+    assert not batcher.live and list(batcher.shared.values()) == [lane]  # finished, the lane stays
+    second = [(job(f"c{i}"), loaded) for i in range(SHARED_LANE_ROWS)]
+    out = frames(batcher.tick(jobs=second, cancels=set(), credits={})) + run(batcher)
+    assert sum(f["type"] == "done" for f in out) == SHARED_LANE_ROWS
+    assert [k.data_ptr() for k in cache.self_k] == buffers  # a whole class joined without re-allocating
+    later = time.monotonic() + batcher_module.SHARED_LANE_IDLE_S + 1
+    batcher._drop_empty_lanes(later)
+    assert batcher.shared == {}

@@ -44,7 +44,12 @@ $(STAMPS)/static: $(shell find static -type f 2>/dev/null) | $(STAMPS)/app-deps
 	$(MANAGE) collectstatic --noinput -v 0
 	@touch $@
 
-setup: $(STAMPS)/app-deps $(STAMPS)/messages $(STAMPS)/static
+# modelcore's native decoder step (about a minute on two cores, once); without a C++ compiler
+# decoding takes the Python step, slower and otherwise the same.
+$(STAMPS)/native: modelcore/decoding/native/step.cpp modelcore/decoding/native/__init__.py | $(STAMPS)/app-deps
+	@$(PY) -m modelcore.decoding.native && touch $@ || echo "warning: decoding will take the Python step (see above)"
+
+setup: $(STAMPS)/app-deps $(STAMPS)/messages $(STAMPS)/static $(STAMPS)/native
 	$(MANAGE) migrate --noinput -v 0
 	@if $(MANAGE) help register_shipped_models >/dev/null 2>&1; then $(MANAGE) register_shipped_models; fi
 

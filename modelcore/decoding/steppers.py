@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from modelcore.decoding.cache import CacheInfo, KVCache
+from modelcore.decoding.native import native_step
 from modelcore.decoding.weights import DecoderWeights, LayerWeights, decoder_weights
 from modelcore.masks import make_src_mask, make_tgt_mask
 from modelcore.model import EncoderDecoder
@@ -66,7 +67,10 @@ def encode_sources(
 class CachedStepper:
     """Incremental decoding: each step feeds one token per row through the decoder, reading the KV cache."""
 
-    def __init__(self, model: EncoderDecoder, capture: bool = False, fused_attention: bool | None = None) -> None:
+    def __init__(
+        self, model: EncoderDecoder, capture: bool = False, fused_attention: bool | None = None,
+        native: bool | None = None,
+    ) -> None:
         self.model = model
         self.w: DecoderWeights = decoder_weights(model)
         param = self.w.w_out
@@ -77,6 +81,11 @@ class CachedStepper:
         self.fused_attention = True if fused_attention is None else fused_attention
         self._self_rows: list[Tensor] = []
         self._cross_rows: list[Tensor] = []
+        # The native step (native/step.cpp) for float32 on a CPU, None: when it is built; False: never.
+        use_native = native is not False and param.device.type == "cpu" and param.dtype == torch.float32
+        self._native = _native_arguments(self.w) if use_native else None
+        if native and self._native is None:
+            raise RuntimeError("the native decoder step is not available here (see modelcore/decoding/native)")
 
     @property
     def rows(self) -> int:
@@ -114,11 +123,18 @@ class CachedStepper:
     def info(self, rows: range | list[int]) -> CacheInfo:
         return self.cache.info(rows)
 
+    @property
+    def native(self) -> bool:
+        """Whether steps with every row at one position take the native step."""
+        return self._native is not None
+
     def step(self, tokens: Tensor) -> Tensor:
         """tokens (B,) at each row's next position -> logits (B, V)."""
         w, cache = self.w, self.cache
-        x = torch.embedding(w.embedding, tokens)  # (B, d_model)
         t = cache.uniform_length
+        if self._native is not None and t is not None:
+            return self._native_step(tokens, t)
+        x = torch.embedding(w.embedding, tokens)  # (B, d_model)
         x = x + (w.positions[t] if t is not None else w.positions.index_select(0, cache.positions()))
         self_mask = cache.self_mask()
         self._self_rows, self._cross_rows = [], []
@@ -137,6 +153,20 @@ class CachedStepper:
         if self.capture:
             self.attention = (torch.stack(self._self_rows), torch.stack(self._cross_rows))
         return torch.addmm(w.b_out, x, w.w_out)  # (B, V)
+
+    def _native_step(self, tokens: Tensor, t: int) -> Tensor:
+        """The same step in one native call (rows at one position), attention weights kept when capturing."""
+        module, weights, norm_weights, norm_biases, norm_eps, rms = self._native
+        w, cache = self.w, self.cache
+        logits, *attention = module.decoder_step(
+            tokens.contiguous(), t, w.embedding, w.positions, weights, norm_weights, norm_biases, norm_eps, rms,
+            cache.self_k, cache.self_v, cache.cross_k, cache.cross_v, cache.src_lengths, w.w_out, w.b_out,
+            w.n_heads, w.post, w.residual, self.capture,
+        )
+        cache.advance()
+        if self.capture:
+            self.attention = (attention[0], attention[1])  # (L, B, h, T), (L, B, h, S)
+        return logits
 
     def _skip(self, x: Tensor, out: Tensor) -> Tensor:
         """Residual sum (in place on the fresh sublayer output), or the sublayer alone in the ablation."""
@@ -176,6 +206,26 @@ class CachedStepper:
         weights = scores.softmax(-1)  # masked positions get exactly 0
         rows.append(weights.view(B, h, T))
         return torch.bmm(weights, v.reshape(B * h, T, d_k)).view(B, h, 1, d_k)
+
+
+def _native_arguments(w: DecoderWeights) -> tuple | None:
+    """The compiled step and the weights as it takes them (flat lists), or None when it is not built."""
+    module = native_step()
+    if module is None:
+        return None
+    weights: list[Tensor] = []
+    norms = []
+    for lw in w.layers:
+        weights += [lw.w_qkv, lw.b_qkv, lw.w_self_out, lw.b_self_out, lw.w_cross_q, lw.b_cross_q,
+                    lw.w_cross_out, lw.b_cross_out, lw.w_ff1, lw.b_ff1, lw.w_ff2, lw.b_ff2]
+        norms += [lw.norm1, lw.norm2, lw.norm3]
+    if w.final_norm is not None:
+        norms.append(w.final_norm)
+    empty = torch.empty(0)
+    return (
+        module, weights, [n.weight.contiguous() for n in norms], [n.bias if n.bias is not None else empty for n in norms],
+        [float(n.eps) for n in norms], int(norms[0].rms),
+    )
 
 
 class RecomputeStepper:

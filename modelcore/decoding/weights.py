@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -18,8 +17,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from modelcore.model import EncoderDecoder, RMSNorm
-
-Norm = Callable[[Tensor], Tensor]
 
 
 @dataclass
@@ -40,9 +37,9 @@ class LayerWeights:
     b_ff1: Tensor
     w_ff2: Tensor  # (d_ff, d_model)
     b_ff2: Tensor
-    norm1: Norm
-    norm2: Norm
-    norm3: Norm
+    norm1: NormWeights
+    norm2: NormWeights
+    norm3: NormWeights
 
 
 @dataclass
@@ -52,7 +49,7 @@ class DecoderWeights:
     embedding: Tensor  # (V, d_model), already multiplied by sqrt(d_model)
     positions: Tensor  # (max_len, d_model) sinusoids
     layers: list[LayerWeights]
-    final_norm: Norm | None  # Pre-LN only
+    final_norm: NormWeights | None  # Pre-LN only
     w_out: Tensor  # (d_model, V)
     b_out: Tensor
     n_heads: int
@@ -90,15 +87,28 @@ def _linear(*modules: nn.Linear, first_scale: float = 1.0) -> tuple[Tensor, Tens
     return weight.t().contiguous(), bias.contiguous()  # (in, sum of out), (sum of out,)
 
 
-def _norm(module: nn.Module) -> Norm:
-    """The norm as one fused call on its own weights."""
+@dataclass(frozen=True)
+class NormWeights:
+    """A LayerNorm or RMSNorm as one fused call on its own weights (and the same weights for the native step)."""
+
+    rms: bool
+    weight: Tensor
+    bias: Tensor | None
+    eps: float
+
+    def __call__(self, x: Tensor) -> Tensor:
+        shape = (self.weight.numel(),)
+        if self.rms:
+            return F.rms_norm(x, shape, self.weight, self.eps)
+        return F.layer_norm(x, shape, self.weight, self.bias, self.eps)
+
+
+def _norm(module: nn.Module) -> NormWeights:
     if isinstance(module, RMSNorm):
-        shape, weight, eps = (module.weight.numel(),), module.weight.detach(), module.eps
-        return lambda x: F.rms_norm(x, shape, weight, eps)
+        return NormWeights(True, module.weight.detach(), None, module.eps)
     if isinstance(module, nn.LayerNorm):
-        shape, weight, bias, eps = module.normalized_shape, module.weight.detach(), module.bias, module.eps
-        bias = bias.detach() if bias is not None else None
-        return lambda x: F.layer_norm(x, shape, weight, bias, eps)
+        bias = module.bias.detach() if module.bias is not None else None
+        return NormWeights(False, module.weight.detach(), bias, module.eps)
     raise TypeError(f"no fast path for norm {type(module).__name__}")
 
 

@@ -39,12 +39,17 @@ def tiny_model(norm_position: str = "post", norm: str = "layernorm", residual: b
 
 
 def run(
-    model: EncoderDecoder, requests: list[tuple[list[int], DecodeParams]], cache: bool, fused_attention: bool = False
+    model: EncoderDecoder, requests: list[tuple[list[int], DecodeParams]], cache: bool, fused_attention: bool = False,
+    native: bool = False,
 ) -> tuple[list[Event], list[Tensor]]:
-    """Decode requests together; returns every event and the raw logits of every step."""
+    """Decode requests together; returns every event and the raw logits of every step.
+
+    With the cache: the Python step (the fused kernel, or the matmuls that capture takes, here
+    also without capture), or the native step (native=True: it must be built, as make setup does).
+    """
     decoder = BatchDecoder(model, cache=cache)
-    if cache:  # the fused kernel, or the matmuls that capture takes (also run without capture here)
-        decoder.stepper = CachedStepper(model, fused_attention=fused_attention)
+    if cache:
+        decoder.stepper = CachedStepper(model, fused_attention=fused_attention, native=native)
     logits: list[Tensor] = []
     step = decoder.stepper.step
 
@@ -71,11 +76,15 @@ STRATEGIES = [
 ]
 
 
+STEPS = pytest.mark.parametrize("native", [False, True], ids=["python-step", "native-step"])
+
+
+@STEPS
 @pytest.mark.parametrize("norm_position,norm", LAYER_KINDS)
 @pytest.mark.parametrize("params", STRATEGIES, ids=lambda p: p.strategy)
-def test_cached_decoding_equals_full_recompute(norm_position: str, norm: str, params: DecodeParams) -> None:
+def test_cached_decoding_equals_full_recompute(norm_position: str, norm: str, params: DecodeParams, native: bool) -> None:
     model = tiny_model(norm_position, norm)
-    cached_events, cached_logits = run(model, [(SRC, params)], cache=True)
+    cached_events, cached_logits = run(model, [(SRC, params)], cache=True, native=native)
     full_events, full_logits = run(model, [(SRC, params)], cache=False)
     cached, full = done(cached_events)["0"], done(full_events)["0"]
     assert cached.ids == full.ids
@@ -96,10 +105,48 @@ def test_the_fused_attention_kernel_gives_the_same_steps(norm_position: str) -> 
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
 
 
-def test_cached_decoding_equals_full_recompute_without_residuals() -> None:
-    model = tiny_model("pre", residual=False)
+@pytest.mark.parametrize("norm_position,norm", LAYER_KINDS)
+def test_the_native_step_gives_the_python_steps_on_a_padded_batch_with_beams(norm_position: str, norm: str) -> None:
+    model = tiny_model(norm_position, norm, seed=11)
+    requests = [(SRC, DecodeParams(max_len=10, min_len=10, capture_attention=True)),
+                (SRC[:2], DecodeParams(strategy="beam", beam_size=3, max_len=10)),
+                (SRC[3:], DecodeParams(strategy="sample", seed=3, max_len=10, capture_attention=True))]
+    python_events, python_logits = run(model, requests, cache=True)
+    native_events, native_logits = run(model, requests, cache=True, native=True)
+    assert [done(native_events)[k].ids for k in "012"] == [done(python_events)[k].ids for k in "012"]
+    for a, b in zip(python_logits, native_logits, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+    python_tokens = [e for e in python_events if isinstance(e, TokenEvent)]
+    native_tokens = [e for e in native_events if isinstance(e, TokenEvent)]
+    assert len(python_tokens) == len(native_tokens)
+    for a, b in zip(python_tokens, native_tokens, strict=True):  # the attention the views draw
+        assert (a.self_attention is None) == (b.self_attention is None) == (a.request_id == "1")
+        if a.self_attention is not None:
+            torch.testing.assert_close(a.self_attention, b.self_attention, rtol=0, atol=1e-6)
+            torch.testing.assert_close(a.cross_attention, b.cross_attention, rtol=0, atol=1e-6)
+
+
+def test_decoding_takes_the_native_step_on_a_cpu_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelcore.decoding import native
+
+    assert CachedStepper(tiny_model()).native  # built by make setup; a CPU float32 model takes it
+    assert not CachedStepper(tiny_model(), native=False).native
+    native.native_step.cache_clear()
+    monkeypatch.setenv("MODELCORE_NATIVE", "0")
+    try:
+        assert not CachedStepper(tiny_model()).native  # the operator's switch: the Python step serves
+        with pytest.raises(RuntimeError, match="not available"):
+            CachedStepper(tiny_model(), native=True)
+    finally:
+        native.native_step.cache_clear()
+
+
+@STEPS
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_cached_decoding_equals_full_recompute_without_residuals(norm_position: str, native: bool) -> None:
+    model = tiny_model(norm_position, residual=False)
     params = DecodeParams(max_len=10)
-    cached_events, cached_logits = run(model, [(SRC, params)], cache=True)
+    cached_events, cached_logits = run(model, [(SRC, params)], cache=True, native=native)
     full_events, full_logits = run(model, [(SRC, params)], cache=False)
     assert done(cached_events)["0"].ids == done(full_events)["0"].ids
     for a, b in zip(cached_logits, full_logits, strict=True):

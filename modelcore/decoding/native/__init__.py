@@ -1,0 +1,46 @@
+"""The native decoder step (step.cpp), compiled once per machine with torch's C++ extension tools.
+
+    python -m modelcore.decoding.native     # build it now (make setup does), print where it went
+
+`native_step()` returns the compiled module, or None when it cannot be had: the C++ toolchain
+is missing or fails, or MODELCORE_NATIVE=0. Decoding then takes the Python step, which gives
+the same tokens (tests compare the two); only the speed differs. The build lands in torch's
+extension cache (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions) and takes about
+a minute on two cores; later processes load it in milliseconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+from types import ModuleType
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("step.cpp")
+NAME = "modelcore_decoder_step"
+
+
+def enabled() -> bool:
+    return os.environ.get("MODELCORE_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@functools.lru_cache(maxsize=1)
+def native_step() -> ModuleType | None:
+    """The compiled step, built on first use if needed; None (and one warning) when unavailable."""
+    if not enabled():
+        return None
+    try:
+        return build()
+    except Exception as error:  # a missing compiler must not stop decoding: the Python step serves
+        log.warning("native decoder step unavailable (%s); decoding takes the Python step", str(error)[:300])
+        return None
+
+
+def build(verbose: bool = False) -> ModuleType:
+    """Compile (or load the cached build of) step.cpp; raises when the toolchain fails."""
+    from torch.utils.cpp_extension import load
+
+    return load(name=NAME, sources=[str(SOURCE)], extra_cflags=["-O3"], verbose=verbose)

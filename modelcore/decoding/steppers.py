@@ -125,16 +125,16 @@ class CachedStepper:
 
     @property
     def native(self) -> bool:
-        """Whether steps with every row at one position take the native step."""
+        """Whether steps take the native step (CPU, float32, built)."""
         return self._native is not None
 
     def step(self, tokens: Tensor) -> Tensor:
         """tokens (B,) at each row's next position -> logits (B, V)."""
         w, cache = self.w, self.cache
-        t = cache.uniform_length
-        if self._native is not None and t is not None:
-            return self._native_step(tokens, t)
+        if self._native is not None:
+            return self._native_step(tokens)
         x = torch.embedding(w.embedding, tokens)  # (B, d_model)
+        t = cache.uniform_length
         x = x + (w.positions[t] if t is not None else w.positions.index_select(0, cache.positions()))
         self_mask = cache.self_mask()
         self._self_rows, self._cross_rows = [], []
@@ -154,12 +154,12 @@ class CachedStepper:
             self.attention = (torch.stack(self._self_rows), torch.stack(self._cross_rows))
         return torch.addmm(w.b_out, x, w.w_out)  # (B, V)
 
-    def _native_step(self, tokens: Tensor, t: int) -> Tensor:
-        """The same step in one native call (rows at one position), attention weights kept when capturing."""
+    def _native_step(self, tokens: Tensor) -> Tensor:
+        """The same step in one native call, attention weights kept when capturing."""
         module, weights, norm_weights, norm_biases, norm_eps, rms = self._native
         w, cache = self.w, self.cache
         logits, *attention = module.decoder_step(
-            tokens.contiguous(), t, w.embedding, w.positions, weights, norm_weights, norm_biases, norm_eps, rms,
+            tokens.contiguous(), cache.lengths, w.embedding, w.positions, weights, norm_weights, norm_biases, norm_eps, rms,
             cache.self_k, cache.self_v, cache.cross_k, cache.cross_v, cache.src_lengths, w.w_out, w.b_out,
             w.n_heads, w.post, w.residual, self.capture,
         )

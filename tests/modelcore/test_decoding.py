@@ -126,6 +126,18 @@ def test_the_native_step_gives_the_python_steps_on_a_padded_batch_with_beams(nor
             torch.testing.assert_close(a.cross_attention, b.cross_attention, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 5], ids=["one-row", "two-rows", "five-rows"])
+def test_the_native_step_gives_the_python_steps_for_a_few_rows_and_for_many(rows: int) -> None:
+    # One or two rows take the native matrix-vector product; more take the GEMM.
+    model = tiny_model("post", seed=12)
+    requests = [(SRC[i:], DecodeParams(max_len=9, min_len=9)) for i in range(rows)]
+    python_events, python_logits = run(model, requests, cache=True)
+    native_events, native_logits = run(model, requests, cache=True, native=True)
+    assert [e.ids for e in done(native_events).values()] == [e.ids for e in done(python_events).values()]
+    for a, b in zip(python_logits, native_logits, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
 def test_decoding_takes_the_native_step_on_a_cpu_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
     from modelcore.decoding import native
 

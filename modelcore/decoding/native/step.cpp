@@ -1,4 +1,4 @@
-// One decoder step of modelcore's KV-cache decoder, for rows that all sit at the same position.
+// One decoder step of modelcore's KV-cache decoder: each row at its own position.
 //
 // The Python step makes about 90 ATen calls per token; at batch 1 their dispatch costs more
 // than the arithmetic (docs/benchmarks.md). Here the projections stay ATen GEMMs (MKL), and
@@ -98,12 +98,63 @@ void attend(const float* q, int64_t q_stride, const torch::Tensor& K, const torc
   });
 }
 
+// GCC builds the kernel below twice, for AVX2 + FMA (x86-64-v3) and for any x86-64, and picks
+// one when the library loads: the build machine's CPU does not decide what the code may use.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MODELCORE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MODELCORE_CLONES
+#endif
+
+// y[j] = b[j] + sum_i x[i] w_t[i, j] for the columns j in [begin, end) of one row.
+MODELCORE_CLONES
+void gemv_columns(const float* x, const float* w_t, const float* b, float* y, int64_t in, int64_t out,
+                  int64_t begin, int64_t end, bool relu) {
+  for (int64_t j = begin; j < end; ++j) y[j] = b[j];
+  int64_t i = 0;
+  for (; i + 4 <= in; i += 4) {  // four weight rows per pass over y: a quarter of the loads and stores of y
+    const float x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
+    const float *w0 = w_t + i * out, *w1 = w0 + out, *w2 = w1 + out, *w3 = w2 + out;
+    for (int64_t j = begin; j < end; ++j) y[j] += x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j];
+  }
+  for (; i < in; ++i) {
+    const float xi = x[i];
+    const float* wr = w_t + i * out;
+    for (int64_t j = begin; j < end; ++j) y[j] += xi * wr[j];
+  }
+  if (relu)
+    for (int64_t j = begin; j < end; ++j) y[j] = y[j] > 0.f ? y[j] : 0.f;
+}
+
+// x (B, in) @ w_t (in, out) + b (ReLU after it when asked). For one or two rows, a
+// matrix-vector product that streams w_t once with its columns split between the threads:
+// MKL's GEMM for so few rows moved the weights about 30 % slower here. From kGemmRows rows on,
+// the GEMM.
+constexpr int64_t kGemmRows = 3;
+
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w_t, const torch::Tensor& b, bool relu = false) {
+  const int64_t B = x.size(0);
+  if (B >= kGemmRows) return relu ? at::_addmm_activation(b, x, w_t, 1, 1, false) : torch::addmm(b, x, w_t);
+  const int64_t in = w_t.size(0), out = w_t.size(1);
+  torch::Tensor y = torch::empty({B, out}, x.options());
+  const float* xp = x.data_ptr<float>();
+  const float* wp = w_t.data_ptr<float>();
+  const float* bp = b.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  at::parallel_for(0, out, 128, [&](int64_t begin, int64_t end) {
+    for (int64_t r = 0; r < B; ++r) gemv_columns(xp + r * in, wp, bp, yp + r * out, in, out, begin, end, relu);
+  });
+  return y;
+}
+
 }  // namespace
 
-// tokens (B,) at position t -> [logits (B, V)], plus, when capturing, this step's attention
-// weights [self (L, B, H, t + 1), cross (L, B, H, S)]. Writes this step's keys/values into self_k/self_v.
+// tokens (B,), row r at position row_at[r] -> [logits (B, V)], plus, when capturing, this step's
+// attention weights [self (L, B, H, T), cross (L, B, H, S)] (T = 1 + the largest position; zeros
+// past each row's own length). Writes this step's keys/values into self_k/self_v.
 std::vector<torch::Tensor> decoder_step(
-    const torch::Tensor& tokens, int64_t t, const torch::Tensor& embedding, const torch::Tensor& positions,
+    const torch::Tensor& tokens, const std::vector<int64_t>& row_at, const torch::Tensor& embedding,
+    const torch::Tensor& positions,
     const std::vector<torch::Tensor>& weights, const std::vector<torch::Tensor>& norm_weights,
     const std::vector<torch::Tensor>& norm_biases, const std::vector<double>& norm_eps, int64_t norm_kind,
     const std::vector<torch::Tensor>& self_k, const std::vector<torch::Tensor>& self_v,
@@ -119,20 +170,25 @@ std::vector<torch::Tensor> decoder_step(
     return Norm{norm_kind, norm_weights[i].data_ptr<float>(), bias.defined() && bias.numel() ? bias.data_ptr<float>() : nullptr,
                 norm_eps[i]};
   };
+  TORCH_CHECK(static_cast<int64_t>(row_at.size()) == B, "one position per row");
   const int64_t* ids = tokens.data_ptr<int64_t>();
   torch::Tensor x = torch::empty({B, D}, embedding.options());
+  std::vector<int64_t> self_lengths(B);
   {
     const float* e = embedding.data_ptr<float>();
-    const float* p = positions.data_ptr<float>() + t * D;
     float* xp = x.data_ptr<float>();
-    for (int64_t r = 0; r < B; ++r)
+    for (int64_t r = 0; r < B; ++r) {
+      TORCH_CHECK(row_at[r] >= 0 && row_at[r] < positions.size(0) && row_at[r] < self_k[0].size(2), "position out of range");
+      const float* p = positions.data_ptr<float>() + row_at[r] * D;
       for (int64_t i = 0; i < D; ++i) xp[r * D + i] = e[ids[r] * D + i] + p[i];
+      self_lengths[r] = row_at[r] + 1;
+    }
   }
-  const std::vector<int64_t> self_lengths(B, t + 1);
+  const int64_t T = *std::max_element(self_lengths.begin(), self_lengths.end());
   const int64_t S = cross_k.empty() ? 0 : cross_k[0].size(2);
   torch::Tensor self_weights, cross_weights;
   if (capture) {
-    self_weights = torch::empty({L, B, H, t + 1}, embedding.options());
+    self_weights = torch::empty({L, B, H, T}, embedding.options());
     cross_weights = torch::empty({L, B, H, S}, embedding.options());
   }
   torch::Tensor attn = torch::empty({B, D}, x.options());
@@ -159,7 +215,7 @@ std::vector<torch::Tensor> decoder_step(
     const torch::Tensor* w = weights.data() + l * kWeightsPerLayer;
     const Norm n1 = norm(3 * l), n2 = norm(3 * l + 1), n3 = norm(3 * l + 2);
     // masked self-attention over the cache
-    torch::Tensor qkv = torch::addmm(w[1], input(n1), w[0]);  // (B, 3D): q | k | v, q pre-scaled
+    torch::Tensor qkv = project(input(n1), w[0], w[1]);  // (B, 3D): q | k | v, q pre-scaled
     const torch::Tensor &kc = self_k[l], &vc = self_v[l];
     float* kw = kc.data_ptr<float>();
     float* vw = vc.data_ptr<float>();
@@ -168,30 +224,30 @@ std::vector<torch::Tensor> decoder_step(
       for (int64_t hh = 0; hh < H; ++hh) {
         const float* kn = qp + r * 3 * D + D + hh * dk;
         const float* vn = qp + r * 3 * D + 2 * D + hh * dk;
-        std::copy(kn, kn + dk, kw + r * kc.stride(0) + hh * kc.stride(1) + t * kc.stride(2));
-        std::copy(vn, vn + dk, vw + r * vc.stride(0) + hh * vc.stride(1) + t * vc.stride(2));
+        std::copy(kn, kn + dk, kw + r * kc.stride(0) + hh * kc.stride(1) + row_at[r] * kc.stride(2));
+        std::copy(vn, vn + dk, vw + r * vc.stride(0) + hh * vc.stride(1) + row_at[r] * vc.stride(2));
       }
     attend(qp, 3 * D, kc, vc, self_lengths, B, H, dk, attn.data_ptr<float>(),
-           capture ? self_weights[l].data_ptr<float>() : nullptr, t + 1);
-    torch::Tensor y = torch::addmm(w[3], attn, w[2]);
+           capture ? self_weights[l].data_ptr<float>() : nullptr, T);
+    torch::Tensor y = project(attn, w[2], w[3]);
     finish(y, n1);
     // cross-attention over the source
-    torch::Tensor q = torch::addmm(w[5], input(n2), w[4]);  // (B, D), pre-scaled
+    torch::Tensor q = project(input(n2), w[4], w[5]);  // (B, D), pre-scaled
     attend(q.data_ptr<float>(), D, cross_k[l], cross_v[l], src_lengths, B, H, dk, attn.data_ptr<float>(),
            capture ? cross_weights[l].data_ptr<float>() : nullptr, S);
-    y = torch::addmm(w[7], attn, w[6]);
+    y = project(attn, w[6], w[7]);
     finish(y, n2);
     // position-wise FFN
-    torch::Tensor hidden = at::_addmm_activation(w[9], input(n3), w[8], 1, 1, false);  // relu
-    y = torch::addmm(w[11], hidden, w[10]);
+    torch::Tensor hidden = project(input(n3), w[8], w[9], /*relu=*/true);
+    y = project(hidden, w[10], w[11]);
     finish(y, n3);
   }
   if (!post) apply_norm(x.data_ptr<float>(), B, D, norm(3 * L));  // Pre-LN's final norm
-  torch::Tensor logits = torch::addmm(b_out, x, w_out);
+  torch::Tensor logits = project(x, w_out, b_out);
   if (capture) return {logits, self_weights, cross_weights};
   return {logits};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("decoder_step", &decoder_step, "one KV-cache decoder step for rows at the same position");
+  m.def("decoder_step", &decoder_step, "one KV-cache decoder step, each row at its own position");
 }

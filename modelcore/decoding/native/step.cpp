@@ -249,5 +249,9 @@ std::vector<torch::Tensor> decoder_step(
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("decoder_step", &decoder_step, "one KV-cache decoder step, each row at its own position");
+  // The step touches tensors only: it lets go of the GIL, so the playground worker's other thread
+  // sends the last step's frames while this one computes (arguments are converted before, and the
+  // result after, with the GIL held).
+  m.def("decoder_step", &decoder_step, "one KV-cache decoder step, each row at its own position",
+        py::call_guard<py::gil_scoped_release>());
 }

@@ -138,6 +138,16 @@ def test_the_native_step_gives_the_python_steps_for_a_few_rows_and_for_many(rows
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
 
 
+def test_the_native_step_refuses_an_id_outside_the_vocabulary_instead_of_reading_past_it() -> None:
+    stepper = CachedStepper(tiny_model(), native=True)
+    with torch.inference_mode():
+        stepper.reserve(1, 8)
+        stepper.add_sources([SRC], 8)
+        with pytest.raises(RuntimeError, match="token id out of range"):
+            stepper.step(torch.tensor([10_000]))
+        assert stepper.step(torch.tensor([BOS_ID])).shape == (1, 50)  # and it still steps
+
+
 def test_decoding_takes_the_native_step_on_a_cpu_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
     from modelcore.decoding import native
 

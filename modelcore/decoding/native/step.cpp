@@ -170,7 +170,18 @@ std::vector<torch::Tensor> decoder_step(
     return Norm{norm_kind, norm_weights[i].data_ptr<float>(), bias.defined() && bias.numel() ? bias.data_ptr<float>() : nullptr,
                 norm_eps[i]};
   };
-  TORCH_CHECK(static_cast<int64_t>(row_at.size()) == B, "one position per row");
+  TORCH_CHECK(L >= 1 && static_cast<int64_t>(row_at.size()) == B, "one position per row, one layer at least");
+  TORCH_CHECK(tokens.scalar_type() == torch::kLong && tokens.is_contiguous(), "tokens: contiguous int64");
+  TORCH_CHECK(static_cast<int64_t>(cross_k.size()) == L && static_cast<int64_t>(cross_v.size()) == L &&
+                  static_cast<int64_t>(self_v.size()) == L && static_cast<int64_t>(src_lengths.size()) == B,
+              "caches: one per layer, a source length per row");
+  for (int64_t l = 0; l < L; ++l)
+    TORCH_CHECK(self_k[l].size(0) >= B && self_v[l].size(0) >= B && cross_k[l].size(0) >= B && cross_v[l].size(0) >= B,
+                "caches hold fewer rows than the step feeds");
+  for (int64_t r = 0; r < B; ++r) {
+    TORCH_CHECK(tokens.data_ptr<int64_t>()[r] >= 0 && tokens.data_ptr<int64_t>()[r] < embedding.size(0), "token id out of range");
+    TORCH_CHECK(src_lengths[r] >= 1 && src_lengths[r] <= cross_k[0].size(2), "source length out of range");
+  }
   const int64_t* ids = tokens.data_ptr<int64_t>();
   torch::Tensor x = torch::empty({B, D}, embedding.options());
   std::vector<int64_t> self_lengths(B);

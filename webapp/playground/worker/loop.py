@@ -181,46 +181,45 @@ def _limit_threads() -> None:
 class FrameSender:
     """Delivers a turn's frames to the consumers that asked for them.
 
-    With the Redis pub/sub channel layer on one Redis (the project's setting), every direct
-    frame of a turn goes out in one pipeline: one round trip for the 32 frames of 32 students
-    instead of 32 (the layer's own send() publishes one message per round trip, under a lock).
-    A pipeline keeps the order of its commands, so each request's frames arrive in order.
-    Frames for a channel-layer group, and any other layer, go through the layer's API.
+    With the Redis pub/sub channel layer on one Redis (the project's setting), every frame for a
+    consumer's own channel goes out in one pipeline: one round trip for the 32 frames of 32
+    students instead of 32 (the layer's own send() publishes one message per round trip, under
+    a lock). A pipeline keeps the order of its commands, so each request's frames arrive in
+    order. Frames for a channel-layer group, and every frame on any other layer, go through the
+    layer's API, one request's frames after another.
     """
 
     def __init__(self, layer: Any) -> None:
         self.layer = layer
         self._client: aioredis.Redis | None = None
-        hosts = getattr(layer, "_kwargs", {}).get("hosts") if isinstance(layer, RedisPubSubChannelLayer) else None
-        if hosts is not None and len(decode_hosts(hosts)) == 1:
-            self._client = aioredis.Redis(connection_pool=create_pool(decode_hosts(hosts)[0]))
+        config = settings.CHANNEL_LAYERS["default"]
+        hosts = decode_hosts(config.get("CONFIG", {}).get("hosts"))
+        if isinstance(layer, RedisPubSubChannelLayer) and len(hosts) == 1:
+            self._client = aioredis.Redis(connection_pool=create_pool(hosts[0]))
 
     async def send(self, outs: list[Out]) -> None:
-        direct = [out for out in outs if not out.reply.startswith("group:")]
-        grouped: dict[str, list[Out]] = defaultdict(list)
+        piped: list[Out] = []
+        one_by_one: dict[str, list[Out]] = defaultdict(list)
         for out in outs:
-            if out.reply.startswith("group:"):
-                grouped[out.request_id].append(out)
-        sends = [self._to_group(group) for group in grouped.values()]
-        if direct and self._client is not None:
+            if self._client is not None and not out.reply.startswith("group:"):
+                piped.append(out)
+            else:
+                one_by_one[out.request_id].append(out)
+        sends = [self._in_order(group) for group in one_by_one.values()]
+        if piped:
+            assert self._client is not None
             pipe = self._client.pipeline(transaction=False)
-            for out in direct:
+            for out in piped:
                 pipe.publish(out.reply, self.layer.serialize(_message(out)))
             sends.append(pipe.execute())
-        elif direct:
-            by_request: dict[str, list[Out]] = defaultdict(list)
-            for out in direct:
-                by_request[out.request_id].append(out)
-            sends += [self._in_order(group) for group in by_request.values()]
         await asyncio.gather(*sends)
-
-    async def _to_group(self, outs: list[Out]) -> None:
-        for out in outs:
-            await self.layer.group_send(out.reply[len("group:"):], _message(out))
 
     async def _in_order(self, outs: list[Out]) -> None:
         for out in outs:
-            await self.layer.send(out.reply, _message(out))
+            if out.reply.startswith("group:"):
+                await self.layer.group_send(out.reply[len("group:"):], _message(out))
+            else:
+                await self.layer.send(out.reply, _message(out))
 
     async def close(self) -> None:
         if self._client is not None:

@@ -1,10 +1,11 @@
 // One decoder step of modelcore's KV-cache decoder: each row at its own position.
 //
 // The Python step makes about 90 ATen calls per token; at batch 1 their dispatch costs more
-// than the arithmetic (docs/benchmarks.md). Here the projections stay ATen GEMMs (MKL), and
-// everything between them (embedding, cache writes, attention of one query row over the cache
-// and over the source, residuals, LayerNorm / RMSNorm, ReLU) is a plain loop over the rows.
-// The Python path (modelcore/decoding/steppers.py) is the reference: tests compare the two.
+// than the arithmetic (docs/benchmarks.md). Here the projections are a matrix-vector product of
+// our own for one or two rows and ATen's GEMM (MKL) for more, and everything between them
+// (embedding, cache writes, attention of one query row over the cache and over the source,
+// residuals, LayerNorm / RMSNorm, ReLU) is a plain loop over the rows. The Python path
+// (modelcore/decoding/steppers.py) is the reference: tests compare the two.
 #include <torch/extension.h>
 
 #include <ATen/Parallel.h>

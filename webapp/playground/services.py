@@ -103,19 +103,22 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
         try:
             decode.apply_async(args=[admitted], queue="interactive")
         except Exception:  # the broker is down: free the slots just taken before telling the clients
+            release = playground_redis().pipeline(transaction=False)
             for job in admitted:
-                decode_release(user_id=job["user_id"], request_ids=[job["request_id"]])
+                release.zrem(keys.running_key(job["user_id"]), job["request_id"])
+            release.execute()
             raise
     return verdicts
 
 
-def decode_release(*, user_id: int, request_ids: list[str]) -> None:
-    """Free the slots of requests that never reached a worker."""
-    playground_redis().zrem(keys.running_key(user_id), *request_ids)
-
-
 _models: dict[str, tuple[float, dict[str, Any], bool]] = {}  # name -> (when read, job fields, published)
 MODEL_CACHE_S = 5.0  # publishing or unpublishing reaches new decodes within this many seconds
+
+
+def _cached(name: str) -> tuple[float, dict[str, Any], bool] | None:
+    """The registry entry read in the last MODEL_CACHE_S seconds, if any."""
+    cached = _models.get(name)
+    return cached if cached is not None and time.monotonic() - cached[0] <= MODEL_CACHE_S else None
 
 
 def published_model_cached(name: str) -> dict[str, Any] | None:
@@ -123,10 +126,8 @@ def published_model_cached(name: str) -> dict[str, Any] | None:
 
     Needs neither the database nor the user: a published model is open to every signed-in user.
     """
-    cached = _models.get(name)
-    if cached is None or time.monotonic() - cached[0] > MODEL_CACHE_S or not cached[2]:
-        return None
-    return cached[1]
+    cached = _cached(name)
+    return cached[1] if cached is not None and cached[2] else None
 
 
 def model_for(user: Any, name: str) -> dict[str, Any]:
@@ -135,15 +136,14 @@ def model_for(user: Any, name: str) -> dict[str, Any]:
     A class starting thirty decodes at once then costs the database one query, not thirty
     (each a new connection where connections are not kept).
     """
-    now = time.monotonic()
-    cached = _models.get(name)
-    if cached is None or now - cached[0] > MODEL_CACHE_S:
+    cached = _cached(name)
+    if cached is None:
         model = TrainedModel.objects.filter(name=name).first()
         if model is None:
             _models.pop(name, None)
             raise ProtocolError("unknown_model", f"no model named {name[:80]!r} is available to you")
         fields = {"name": model.name, "path": str(model.folder), "hash": model.checkpoint_hash}
-        cached = _models[name] = (now, fields, model.published)
+        cached = _models[name] = (time.monotonic(), fields, model.published)
     _, fields, published = cached
     if not published and not has_role(user, Role.ADMIN):  # as registry.models_visible_to decides
         raise ProtocolError("unknown_model", f"no model named {name[:80]!r} is available to you")

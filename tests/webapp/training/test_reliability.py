@@ -132,7 +132,7 @@ def test_a_worker_shutting_down_checkpoints_and_requeues_its_job(
     stopped_at = job.step
 
     start_worker("training", env=worker_env(store))
-    job = wait_for(job, lambda j: j.is_final, "finished")
+    job = wait_for(job, lambda j: j.is_final, "finished", timeout=300)  # a slow shared machine took over 120 s
     assert job.status == Status.SUCCEEDED, job.log
     assert job.resumed_from_step == stopped_at, "it lost no step: the checkpoint was written as it stopped"
     assert_same_weights(job, reference_weights)

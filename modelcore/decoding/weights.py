@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -56,6 +56,7 @@ class DecoderWeights:
     d_k: int
     post: bool
     residual: bool
+    native: tuple | None = field(default=None, repr=False)  # the native step's arguments, packed once (steppers.py)
 
 
 _built: weakref.WeakKeyDictionary[EncoderDecoder, tuple[tuple[int, ...], DecoderWeights]] = (

@@ -126,16 +126,37 @@ def test_the_native_step_gives_the_python_steps_on_a_padded_batch_with_beams(nor
             torch.testing.assert_close(a.cross_attention, b.cross_attention, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("rows", [1, 2, 5], ids=["one-row", "two-rows", "five-rows"])
+@pytest.mark.parametrize("rows", [1, 2, 5, 11], ids=["one-row", "two-rows", "five-rows", "eleven-rows"])
 def test_the_native_step_gives_the_python_steps_for_a_few_rows_and_for_many(rows: int) -> None:
-    # One or two rows take the native matrix-vector product; more take the GEMM.
+    # The projections go in tiles of up to 8 rows (3 without AVX-512): a single row, a part of a
+    # tile, and a full tile with a remainder.
     model = tiny_model("post", seed=12)
-    requests = [(SRC[i:], DecodeParams(max_len=9, min_len=9)) for i in range(rows)]
+    requests = [(SRC[i % 5 :], DecodeParams(max_len=9, min_len=9)) for i in range(rows)]
     python_events, python_logits = run(model, requests, cache=True)
     native_events, native_logits = run(model, requests, cache=True, native=True)
     assert [e.ids for e in done(native_events).values()] == [e.ids for e in done(python_events).values()]
     for a, b in zip(python_logits, native_logits, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+def test_the_native_projection_equals_a_matrix_product_for_every_shape_it_meets() -> None:
+    # Rows from one to past four tiles; widths that fill the 32-column panels and widths that leave a
+    # ragged last panel (the vocabulary, 1000, does); inner sizes odd and even; with and without ReLU.
+    from modelcore.decoding.native import native_step
+
+    module = native_step()
+    assert module is not None
+    generator = torch.Generator().manual_seed(3)
+    for rows in [*range(1, 18), 33]:
+        for inner, width in [(32, 96), (256, 1000), (7, 5), (33, 64), (64, 31)]:
+            w = torch.randn(inner, width, generator=generator)
+            b = torch.randn(width, generator=generator)
+            x = torch.randn(rows, inner, generator=generator)
+            packed = module.pack_weight(w)
+            assert packed.shape == ((width + 31) // 32, inner, 32)
+            expected = torch.addmm(b, x, w)
+            torch.testing.assert_close(module.linear(x, packed, b), expected, rtol=1e-5, atol=1e-4)
+            torch.testing.assert_close(module.linear(x, packed, b, relu=True), expected.relu(), rtol=1e-5, atol=1e-4)
 
 
 def test_the_native_step_refuses_an_id_outside_the_vocabulary_instead_of_reading_past_it() -> None:

@@ -1,22 +1,23 @@
 // One decoder step of modelcore's KV-cache decoder: each row at its own position.
 //
 // The Python step makes about 90 ATen calls per token; at batch 1 their dispatch costs more
-// than the arithmetic (docs/benchmarks.md). Here the projections are a matrix-vector product of
-// our own for one or two rows and ATen's GEMM (MKL) for more, and everything between them
-// (embedding, cache writes, attention of one query row over the cache and over the source,
-// residuals, LayerNorm / RMSNorm, ReLU) is a plain loop over the rows. The Python path
-// (modelcore/decoding/steppers.py) is the reference: tests compare the two.
+// than the arithmetic (docs/benchmarks.md). Here the projections are our own kernel over weights
+// packed once per model (pack_weight), and everything between them (embedding, cache writes,
+// attention of one query row over the cache and over the source, residuals, LayerNorm / RMSNorm,
+// ReLU) is a plain loop over the rows. The Python path (modelcore/decoding/steppers.py) is the
+// reference: tests compare the two.
 #include <torch/extension.h>
 
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace {
 
-constexpr int kWeightsPerLayer = 12;  // w_qkv b_qkv w_so b_so w_cq b_cq w_co b_co w1 b1 w2 b2
+constexpr int kWeightsPerLayer = 12;  // w_qkv b_qkv w_so b_so w_cq b_cq w_co b_co w1 b1 w2 b2, each w packed
 constexpr int kNormsPerLayer = 3;
 
 struct Norm {
@@ -50,6 +51,82 @@ void apply_norm(float* x, int64_t B, int64_t D, const Norm& n) {
   }
 }
 
+// GCC builds the kernels below for AVX-512 (x86-64-v4), for AVX2 + FMA (x86-64-v3) and for any
+// x86-64, and picks one when the library loads: the build machine's CPU does not decide what the
+// code may use.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MODELCORE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MODELCORE_CLONES
+#endif
+
+// sum_i a[i] b[i], in 16 partial sums the compiler keeps in vector registers.
+inline float dot(const float* __restrict a, const float* __restrict b, int64_t n) {
+  float part[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) part[l] += a[i + l] * b[i + l];
+  for (int w = 8; w > 0; w /= 2)  // a tree, not a chain of 15 scalar additions
+    for (int l = 0; l < w; ++l) part[l] += part[l + w];
+  float s = part[0];
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// exp(x) for x <= 0 (softmax after subtracting the maximum), within 2 ulp of std::exp; written
+// so that the compiler vectorizes a loop over it (std::exp is a call per element). Cephes' expf:
+// x = n ln2 + r with |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^n from the bits.
+inline float exp_nonpositive(float x) {
+  x = x < -87.0f ? -87.0f : x;  // exp(-87) ~ 1.6e-38, the smallest normal float: below it we give ~0
+  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  return p * __builtin_bit_cast(float, bits);
+}
+
+// Attention of the query rows bh in [begin, end) (row b = bh / H, head h = bh % H), see attend().
+MODELCORE_CLONES
+void attend_rows(const float* q, int64_t q_stride, const float* kp, const int64_t* ks, const float* vp,
+                 const int64_t* vs, const int64_t* lengths, int64_t H, int64_t dk, float* out, float* weights,
+                 int64_t width, float* scores, int64_t begin, int64_t end) {
+  for (int64_t bh = begin; bh < end; ++bh) {
+    const int64_t b = bh / H, h = bh % H, len = lengths[b];
+    const float* qv = q + b * q_stride + h * dk;
+    const float* k = kp + b * ks[0] + h * ks[1];
+    const float* v = vp + b * vs[0] + h * vs[1];
+    float top = -INFINITY;
+    for (int64_t j = 0; j < len; ++j) {
+      const float s = dot(qv, k + j * ks[2], dk);
+      scores[j] = s;
+      top = s > top ? s : top;
+    }
+    float total = 0.f;
+    for (int64_t j = 0; j < len; ++j) scores[j] = exp_nonpositive(scores[j] - top);
+    for (int64_t j = 0; j < len; ++j) total += scores[j];
+    const float inv = 1.f / total;
+    float* __restrict o = out + b * H * dk + h * dk;
+    for (int64_t i = 0; i < dk; ++i) o[i] = 0.f;
+    for (int64_t j = 0; j < len; ++j) {
+      const float w = scores[j] * inv;
+      const float* __restrict vr = v + j * vs[2];
+      for (int64_t i = 0; i < dk; ++i) o[i] += w * vr[i];
+    }
+    if (weights != nullptr) {
+      float* kept = weights + bh * width;
+      for (int64_t j = 0; j < len; ++j) kept[j] = scores[j] * inv;
+      for (int64_t j = len; j < width; ++j) kept[j] = 0.f;
+    }
+  }
+}
+
 // out[b, h*dk : (h+1)*dk] = softmax(q . K[0..len_b)) V for every row b and head h.
 // q rows are q_stride floats apart; K and V are (rows, heads, positions, dk) views whose last
 // dimension is contiguous (a cache buffer with room for more positions, or a sliced source).
@@ -58,92 +135,156 @@ void apply_norm(float* x, int64_t B, int64_t D, const Norm& n) {
 void attend(const float* q, int64_t q_stride, const torch::Tensor& K, const torch::Tensor& V,
             const std::vector<int64_t>& lengths, int64_t B, int64_t H, int64_t dk, float* out,
             float* weights = nullptr, int64_t width = 0) {
-  const float* kp = K.data_ptr<float>();
-  const float* vp = V.data_ptr<float>();
-  const int64_t kb = K.stride(0), kh = K.stride(1), kj = K.stride(2);
-  const int64_t vb = V.stride(0), vh = V.stride(1), vj = V.stride(2);
-  const int64_t most = *std::max_element(lengths.begin(), lengths.end());
-  at::parallel_for(0, B * H, 16, [&](int64_t begin, int64_t end) {
+  TORCH_CHECK(K.stride(3) == 1 && V.stride(3) == 1, "keys and values: contiguous last dimension");
+  const int64_t ks[3] = {K.stride(0), K.stride(1), K.stride(2)};
+  const int64_t vs[3] = {V.stride(0), V.stride(1), V.stride(2)};
+  const int64_t most = *std::max_element(lengths.begin(), lengths.begin() + B);
+  at::parallel_for(0, B * H, 8, [&](int64_t begin, int64_t end) {
     std::vector<float> scores(most);
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / H, h = bh % H, len = lengths[b];
-      const float* qv = q + b * q_stride + h * dk;
-      const float* k = kp + b * kb + h * kh;
-      const float* v = vp + b * vb + h * vh;
-      float top = -INFINITY;
-      for (int64_t j = 0; j < len; ++j) {
-        const float* kr = k + j * kj;
-        float s = 0.f;
-        for (int64_t i = 0; i < dk; ++i) s += qv[i] * kr[i];
-        scores[j] = s;
-        top = s > top ? s : top;
-      }
-      float total = 0.f;
-      for (int64_t j = 0; j < len; ++j) {
-        scores[j] = std::exp(scores[j] - top);
-        total += scores[j];
-      }
-      float* o = out + b * H * dk + h * dk;
-      for (int64_t i = 0; i < dk; ++i) o[i] = 0.f;
-      if (weights != nullptr) {
-        float* kept = weights + (b * H + h) * width;
-        for (int64_t j = 0; j < len; ++j) kept[j] = scores[j] / total;
-        for (int64_t j = len; j < width; ++j) kept[j] = 0.f;
-      }
-      for (int64_t j = 0; j < len; ++j) {
-        const float w = scores[j] / total;
-        const float* vr = v + j * vj;
-        for (int64_t i = 0; i < dk; ++i) o[i] += w * vr[i];
-      }
-    }
+    attend_rows(q, q_stride, K.data_ptr<float>(), ks, V.data_ptr<float>(), vs, lengths.data(), H, dk, out, weights,
+                width, scores.data(), begin, end);
   });
 }
 
-// GCC builds the kernel below twice, for AVX2 + FMA (x86-64-v3) and for any x86-64, and picks
-// one when the library loads: the build machine's CPU does not decide what the code may use.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MODELCORE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define MODELCORE_CLONES
-#endif
+// ---- projections through packed weights -------------------------------------------------------
+//
+// y = x W + b for x (M, K) and W (K, N), M up to a few dozen rows. MKL's GEMM copies W into its own
+// blocked layout on every call (a fifth of a batch-16 step went to that copy here), and then runs
+// its AVX2 kernel. pack_weight() makes that layout once per model: W in panels of 32 columns, each
+// panel K rows of 32 contiguous floats (the last one zero-padded). A tile of up to 8 rows of x times
+// one panel keeps 8 x 2 vectors of 16 sums in registers; each k loads the panel's 32 weights once
+// and broadcasts one value of each row. The two threads split the panels.
 
-// y[j] = b[j] + sum_i x[i] w_t[i, j] for the columns j in [begin, end) of one row.
-MODELCORE_CLONES
-void gemv_columns(const float* x, const float* w_t, const float* b, float* y, int64_t in, int64_t out,
-                  int64_t begin, int64_t end, bool relu) {
-  for (int64_t j = begin; j < end; ++j) y[j] = b[j];
-  int64_t i = 0;
-  for (; i + 4 <= in; i += 4) {  // four weight rows per pass over y: a quarter of the loads and stores of y
-    const float x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
-    const float *w0 = w_t + i * out, *w1 = w0 + out, *w2 = w1 + out, *w3 = w2 + out;
-    for (int64_t j = begin; j < end; ++j) y[j] += x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j];
+constexpr int64_t kPanel = 32;
+typedef float v16 __attribute__((vector_size(64)));  // 16 floats: one AVX-512 register, two AVX2 ones
+
+// Rows [0, MR) of x (rows x_stride apart) times one panel, plus bias, into y's ncols columns.
+// KU independent sets of sums over alternating k keep the FMA pipes busy when MR is small.
+template <int MR, int KU>
+__attribute__((always_inline)) inline void panel_tile(const float* __restrict x, int64_t x_stride, int64_t K, const float* __restrict w,
+                       const float* __restrict bias, int64_t ncols, float* __restrict y, int64_t y_stride, bool relu) {
+  v16 acc[KU][MR][2];
+  for (int u = 0; u < KU; ++u)
+    for (int m = 0; m < MR; ++m) acc[u][m][0] = acc[u][m][1] = v16{};
+  int64_t k = 0;
+  for (; k + KU <= K; k += KU)
+    for (int u = 0; u < KU; ++u) {
+      const v16 w0 = *reinterpret_cast<const v16*>(w + (k + u) * kPanel);
+      const v16 w1 = *reinterpret_cast<const v16*>(w + (k + u) * kPanel + 16);
+      for (int m = 0; m < MR; ++m) {
+        const float xv = x[m * x_stride + k + u];
+        acc[u][m][0] += xv * w0;
+        acc[u][m][1] += xv * w1;
+      }
+    }
+  for (; k < K; ++k) {
+    const v16 w0 = *reinterpret_cast<const v16*>(w + k * kPanel);
+    const v16 w1 = *reinterpret_cast<const v16*>(w + k * kPanel + 16);
+    for (int m = 0; m < MR; ++m) {
+      const float xv = x[m * x_stride + k];
+      acc[0][m][0] += xv * w0;
+      acc[0][m][1] += xv * w1;
+    }
   }
-  for (; i < in; ++i) {
-    const float xi = x[i];
-    const float* wr = w_t + i * out;
-    for (int64_t j = begin; j < end; ++j) y[j] += xi * wr[j];
+  float b[kPanel] = {};
+  for (int64_t c = 0; c < ncols; ++c) b[c] = bias[c];
+  const v16 b0 = *reinterpret_cast<const v16*>(b), b1 = *reinterpret_cast<const v16*>(b + 16);
+  for (int m = 0; m < MR; ++m) {
+    v16 s0 = acc[0][m][0] + b0, s1 = acc[0][m][1] + b1;
+    for (int u = 1; u < KU; ++u) {
+      s0 += acc[u][m][0];
+      s1 += acc[u][m][1];
+    }
+    if (relu) {
+      s0 = s0 > 0.f ? s0 : v16{};
+      s1 = s1 > 0.f ? s1 : v16{};
+    }
+    float* out = y + m * y_stride;
+    if (ncols == kPanel) {
+      __builtin_memcpy(out, &s0, sizeof(s0));
+      __builtin_memcpy(out + 16, &s1, sizeof(s1));
+    } else {
+      float tail[kPanel];
+      __builtin_memcpy(tail, &s0, sizeof(s0));
+      __builtin_memcpy(tail + 16, &s1, sizeof(s1));
+      for (int64_t c = 0; c < ncols; ++c) out[c] = tail[c];
+    }
   }
-  if (relu)
-    for (int64_t j = begin; j < end; ++j) y[j] = y[j] > 0.f ? y[j] : 0.f;
 }
 
-// x (B, in) @ w_t (in, out) + b (ReLU after it when asked). For one or two rows, a
-// matrix-vector product that streams w_t once with its columns split between the threads:
-// MKL's GEMM for so few rows moved the weights about 30 % slower here. From kGemmRows rows on,
-// the GEMM.
-constexpr int64_t kGemmRows = 3;
+template <int MR>
+__attribute__((always_inline)) inline void panel_rows(const float* x, int64_t K, const float* w, const float* bias, int64_t ncols, float* y,
+                       int64_t N, bool relu) {
+  if (MR <= 2)
+    panel_tile<MR, 4>(x, K, K, w, bias, ncols, y, N, relu);
+  else
+    panel_tile<MR, 1>(x, K, K, w, bias, ncols, y, N, relu);
+}
 
-torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w_t, const torch::Tensor& b, bool relu = false) {
-  const int64_t B = x.size(0);
-  if (B >= kGemmRows) return relu ? at::_addmm_activation(b, x, w_t, 1, 1, false) : torch::addmm(b, x, w_t);
-  const int64_t in = w_t.size(0), out = w_t.size(1);
-  torch::Tensor y = torch::empty({B, out}, x.options());
+// Panels [begin, end) for all M rows, in blocks of at most `most` rows (8 with AVX-512's 32
+// registers, 3 with AVX2's 16).
+MODELCORE_CLONES
+void packed_panels(const float* x, int64_t M, int64_t K, const float* packed, const float* bias, float* y, int64_t N,
+                   bool relu, int64_t most, int64_t begin, int64_t end) {
+  for (int64_t p = begin; p < end; ++p) {
+    const float* w = packed + p * K * kPanel;
+    const int64_t n0 = p * kPanel, ncols = std::min(kPanel, N - n0);
+    for (int64_t m = 0; m < M;) {
+      const int64_t rows = std::min(most, M - m);
+      const float* xr = x + m * K;
+      float* yr = y + m * N + n0;
+      switch (rows) {
+        case 1: panel_rows<1>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+        case 2: panel_rows<2>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+        case 3: panel_rows<3>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+        case 4: panel_rows<4>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+        case 5: panel_rows<5>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+        case 6: panel_rows<6>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+        case 7: panel_rows<7>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+        default: panel_rows<8>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
+      }
+      m += rows;
+    }
+  }
+}
+
+int64_t tile_rows() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const int64_t rows = __builtin_cpu_supports("avx512f") ? 8 : 3;
+  return rows;
+#else
+  return 3;
+#endif
+}
+
+// W (K, N), row-major -> (panels, K, 32): the layout project() reads.
+torch::Tensor pack_weight(const torch::Tensor& w) {
+  TORCH_CHECK(w.dim() == 2 && w.scalar_type() == torch::kFloat && w.device().is_cpu(), "pack_weight: a 2-d float32 CPU tensor");
+  const torch::Tensor c = w.contiguous();
+  const int64_t K = c.size(0), N = c.size(1), P = (N + kPanel - 1) / kPanel;
+  torch::Tensor packed = torch::zeros({P, K, kPanel}, c.options());
+  const float* src = c.data_ptr<float>();
+  float* dst = packed.data_ptr<float>();
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < kPanel && p * kPanel + j < N; ++j) dst[(p * K + k) * kPanel + j] = src[k * N + p * kPanel + j];
+  return packed;
+}
+
+// x (M, K) @ W + b, W given packed (pack_weight); ReLU after it when asked.
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& packed, const torch::Tensor& b, bool relu = false) {
+  const int64_t M = x.size(0), K = x.size(1), N = b.size(0);
+  TORCH_CHECK(x.is_contiguous() && packed.dim() == 3 && packed.size(1) == K && packed.size(2) == kPanel &&
+                  packed.size(0) == (N + kPanel - 1) / kPanel && b.is_contiguous(),
+              "projection: x (M, K), packed (ceil(N / 32), K, 32), b (N,)");
+  torch::Tensor y = torch::empty({M, N}, x.options());
   const float* xp = x.data_ptr<float>();
-  const float* wp = w_t.data_ptr<float>();
+  const float* wp = packed.data_ptr<float>();
   const float* bp = b.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, out, 128, [&](int64_t begin, int64_t end) {
-    for (int64_t r = 0; r < B; ++r) gemv_columns(xp + r * in, wp, bp, yp + r * out, in, out, begin, end, relu);
+  const int64_t most = tile_rows();
+  at::parallel_for(0, packed.size(0), 1, [&](int64_t begin, int64_t end) {
+    packed_panels(xp, M, K, wp, bp, yp, N, relu, most, begin, end);
   });
   return y;
 }
@@ -152,7 +293,8 @@ torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w_t, const to
 
 // tokens (B,), row r at position row_at[r] -> [logits (B, V)], plus, when capturing, this step's
 // attention weights [self (L, B, H, T), cross (L, B, H, S)] (T = 1 + the largest position; zeros
-// past each row's own length). Writes this step's keys/values into self_k/self_v.
+// past each row's own length). Writes this step's keys/values into self_k/self_v. Every weight
+// matrix (the layers' and w_out) comes packed by pack_weight().
 std::vector<torch::Tensor> decoder_step(
     const torch::Tensor& tokens, const std::vector<int64_t>& row_at, const torch::Tensor& embedding,
     const torch::Tensor& positions,
@@ -266,4 +408,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // result after, with the GIL held).
   m.def("decoder_step", &decoder_step, "one KV-cache decoder step, each row at its own position",
         py::call_guard<py::gil_scoped_release>());
+  m.def("pack_weight", &pack_weight, "W (in, out) in the panel layout the step's projections read");
+  m.def("linear", &project, "x @ W + b (ReLU after it when relu) with W packed by pack_weight",
+        py::arg("x"), py::arg("packed"), py::arg("b"), py::arg("relu") = false);
 }

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT))
@@ -174,7 +176,7 @@ async def decode(client: Any, model: str, tokens: int) -> dict[str, Any]:
     started = sent
     while True:
         at, payload = await asyncio.wait_for(client.inbox.get(), 60)
-        message = json.loads(payload)
+        message = orjson.loads(payload)  # the clients stand in for browsers elsewhere: parse cheaply
         if message["type"] == "start":
             started = at
         elif message["type"] == "token":

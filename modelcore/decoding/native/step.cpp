@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <vector>
 
 namespace {
@@ -66,30 +65,10 @@ inline float dot(const float* __restrict a, const float* __restrict b, int64_t n
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int l = 0; l < 16; ++l) part[l] += a[i + l] * b[i + l];
-  for (int w = 8; w > 0; w /= 2)  // a tree, not a chain of 15 scalar additions
-    for (int l = 0; l < w; ++l) part[l] += part[l + w];
-  float s = part[0];
+  float s = 0.f;
   for (; i < n; ++i) s += a[i] * b[i];
+  for (int l = 0; l < 16; ++l) s += part[l];
   return s;
-}
-
-// exp(x) for x <= 0 (softmax after subtracting the maximum), within 2 ulp of std::exp; written
-// so that the compiler vectorizes a loop over it (std::exp is a call per element). Cephes' expf:
-// x = n ln2 + r with |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^n from the bits.
-inline float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;  // exp(-87) ~ 1.6e-38, the smallest normal float: below it we give ~0
-  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * __builtin_bit_cast(float, bits);
 }
 
 // Attention of the query rows bh in [begin, end) (row b = bh / H, head h = bh % H), see attend().
@@ -109,8 +88,10 @@ void attend_rows(const float* q, int64_t q_stride, const float* kp, const int64_
       top = s > top ? s : top;
     }
     float total = 0.f;
-    for (int64_t j = 0; j < len; ++j) scores[j] = exp_nonpositive(scores[j] - top);
-    for (int64_t j = 0; j < len; ++j) total += scores[j];
+    for (int64_t j = 0; j < len; ++j) {
+      scores[j] = std::exp(scores[j] - top);
+      total += scores[j];
+    }
     const float inv = 1.f / total;
     float* __restrict o = out + b * H * dk + h * dk;
     for (int64_t i = 0; i < dk; ++i) o[i] = 0.f;

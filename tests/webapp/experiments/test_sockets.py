@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from tests.fixtures.sockets import socket_for
@@ -12,7 +12,7 @@ from webapp.experiments.services import run_group
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 
-@sync_to_async
+@database_sync_to_async
 def queued_run() -> ExperimentRun:
     return ExperimentRun.objects.create(kind="gradflow", params={}, params_key="k" * 64)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 
 from modelcore.experiments import canonical_params
 from tests.fixtures.sockets import socket_for
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pyt
 
 async def test_a_worker_runs_it_and_the_socket_sees_progress_then_done(student, start_worker, empty_training_queue):
     await sync_to_async(start_worker)("training")
-    run = await sync_to_async(ExperimentRun.objects.create)(
+    run = await database_sync_to_async(ExperimentRun.objects.create)(
         kind="compare", params=canonical_params("compare", TINY_COMPARE),
         params_key=params_key("compare", TINY_COMPARE), owner=student)
     ws = await socket_for(f"/ws/experiments/{run.pk}/", student)
@@ -30,6 +31,6 @@ async def test_a_worker_runs_it_and_the_socket_sees_progress_then_done(student, 
     progress = [f for f in frames if f["type"] == "progress"]
     assert progress and {f["arm"] for f in progress} <= {"post", "pre"}
     assert progress[-1]["progress"] == 1.0
-    done = await sync_to_async(ExperimentRun.objects.get)(pk=run.pk)
+    done = await database_sync_to_async(ExperimentRun.objects.get)(pk=run.pk)
     assert done.status == "done" and [a["label"] for a in done.result["arms"]] == ["post", "pre"]
     await ws.disconnect()

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 import torch
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 
 from tests.fixtures.sockets import socket_for
 from tests.webapp.training.conftest import TINY_TASK_OPTIONS, tiny_config
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 Status = TrainingJob.Status
 
 
-@sync_to_async
+@database_sync_to_async
 def make_job(owner, **overrides) -> TrainingJob:
     config = tiny_config(**overrides)
     return TrainingJob.objects.create(owner=owner, task="reverse", steps=config["steps"],
@@ -53,7 +53,9 @@ async def test_a_watcher_sees_every_step_arrive_in_order_then_the_end(admin, sto
         torch.set_num_threads(1)
         return job_run(job_id=job.pk, worker="test")
 
-    running = asyncio.ensure_future(sync_to_async(run, thread_sensitive=False)())
+    # Channels' wrapper closes the thread's database connection afterwards: a connection left open
+    # in an executor thread keeps the test database from being dropped at the end of the session.
+    running = asyncio.ensure_future(database_sync_to_async(run, thread_sensitive=False)())
     frames = []
     while not frames or frames[-1].get("type") != "status" or frames[-1]["status"] == Status.RUNNING:
         frames.append(await ws.receive_json_from(timeout=60))
@@ -80,6 +82,6 @@ async def test_an_admin_cancels_a_queued_job_over_the_socket(admin):
     await ws.receive_json_from()
     await ws.send_json_to({"type": "cancel"})
     assert await ws.receive_json_from(timeout=10) == {"type": "status", "status": "cancelled"}
-    await sync_to_async(job.refresh_from_db)()
+    await database_sync_to_async(job.refresh_from_db)()
     assert job.status == Status.CANCELLED
     await ws.disconnect()

@@ -23,8 +23,11 @@ from webapp.training.services import job_cancel, job_create
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 Status = TrainingJob.Status
 
-# 150 steps with a checkpoint every 10: long enough to kill mid-run, short enough for a test.
-KILL_CONFIG = tiny_config(steps=150, checkpoint_every=10)
+# 600 steps with a checkpoint every 10: long enough that a stop lands mid-run (the test sees the
+# step only as the heartbeat saves it, and the run reads a preempt flag only at its next beat: up to
+# 2 x 0.75 s late, about 150 steps on a fast day; with 150 steps in all, the run once finished first),
+# short enough for a test (the uninterrupted reference trains in about 6 s).
+KILL_CONFIG = tiny_config(steps=600, checkpoint_every=10)
 
 
 def worker_env(store: Path) -> dict[str, str]:

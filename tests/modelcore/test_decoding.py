@@ -157,6 +157,9 @@ def test_the_native_projection_equals_a_matrix_product_for_every_shape_it_meets(
             expected = torch.addmm(b, x, w)
             torch.testing.assert_close(module.linear(x, packed, b), expected, rtol=1e-5, atol=1e-4)
             torch.testing.assert_close(module.linear(x, packed, b, relu=True), expected.relu(), rtol=1e-5, atol=1e-4)
+    strided = packed.transpose(1, 2).contiguous().transpose(1, 2)  # the same values, not in the panel layout
+    with pytest.raises(RuntimeError, match="pack_weight's own tensor"):
+        module.linear(x, strided, b)
 
 
 def test_the_native_step_refuses_an_id_outside_the_vocabulary_instead_of_reading_past_it() -> None:

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace {
@@ -167,7 +168,7 @@ __attribute__((always_inline)) inline void panel_tile(const float* __restrict x,
       acc[0][m][1] += xv * w1;
     }
   }
-  float b[kPanel] = {};
+  alignas(64) float b[kPanel] = {};  // v16 loads below need 64-byte alignment
   for (int64_t c = 0; c < ncols; ++c) b[c] = bias[c];
   const v16 b0 = *reinterpret_cast<const v16*>(b), b1 = *reinterpret_cast<const v16*>(b + 16);
   for (int m = 0; m < MR; ++m) {
@@ -185,7 +186,7 @@ __attribute__((always_inline)) inline void panel_tile(const float* __restrict x,
       __builtin_memcpy(out, &s0, sizeof(s0));
       __builtin_memcpy(out + 16, &s1, sizeof(s1));
     } else {
-      float tail[kPanel];
+      alignas(64) float tail[kPanel];
       __builtin_memcpy(tail, &s0, sizeof(s0));
       __builtin_memcpy(tail + 16, &s1, sizeof(s1));
       for (int64_t c = 0; c < ncols; ++c) out[c] = tail[c];
@@ -258,6 +259,8 @@ torch::Tensor project(const torch::Tensor& x, const torch::Tensor& packed, const
   TORCH_CHECK(x.is_contiguous() && packed.dim() == 3 && packed.size(1) == K && packed.size(2) == kPanel &&
                   packed.size(0) == (N + kPanel - 1) / kPanel && b.is_contiguous(),
               "projection: x (M, K), packed (ceil(N / 32), K, 32), b (N,)");
+  TORCH_CHECK(packed.is_contiguous() && reinterpret_cast<uintptr_t>(packed.data_ptr<float>()) % 64 == 0,
+              "projection: packed weights must be pack_weight's own tensor (contiguous, 64-byte aligned)");
   torch::Tensor y = torch::empty({M, N}, x.options());
   const float* xp = x.data_ptr<float>();
   const float* wp = packed.data_ptr<float>();

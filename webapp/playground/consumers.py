@@ -10,6 +10,7 @@ from channels.db import database_sync_to_async
 from webapp.core.sockets import JsonSocket
 from webapp.playground.handoff import handoff
 from webapp.playground.protocol import ProtocolError, is_tag, parse_target
+from webapp.playground.relay import relay
 from webapp.playground.services import (
     decode_cancel,
     decode_request,
@@ -29,8 +30,11 @@ class DecodeConsumer(JsonSocket):
 
     async def on_connect(self) -> None:
         self.running: dict[str, bool] = {}  # request id -> step mode, until its done/error frame
+        self.relay_channel = await relay().register(self)  # the worker's frames for this process, per step
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "relay_channel", None):
+            relay().unregister(self)
         if getattr(self, "running", None):
             await sync_to_async(decode_cancel, thread_sensitive=False)(
                 user_id=self.scope["user"].id, request_ids=list(self.running)
@@ -52,7 +56,8 @@ class DecodeConsumer(JsonSocket):
         except ProtocolError as error:
             await self.send_error(error.code, error.message, **_tag_of(frame))
             return
-        job = new_job(user_id=user.id, reply_channel=self.channel_name, request=request, model=model)
+        job = new_job(user_id=user.id, reply_channel=self.channel_name, request=request, model=model,
+                      relay=self.relay_channel)
         self.running[job["request_id"]] = job["step_mode"]
         try:
             refusal = await handoff().send(job)

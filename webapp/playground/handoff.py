@@ -11,11 +11,11 @@ leaves in a few messages.
 from __future__ import annotations
 
 import asyncio
-import weakref
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from webapp.core.loops import per_loop
 from webapp.playground.protocol import ProtocolError
 from webapp.playground.services import decode_queue
 
@@ -57,12 +57,4 @@ class Handoff:
                         future.set_result(verdict)
 
 
-_handoffs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Handoff] = weakref.WeakKeyDictionary()
-
-
-def handoff() -> Handoff:
-    """The running event loop's hand-off."""
-    loop = asyncio.get_running_loop()
-    if loop not in _handoffs:
-        _handoffs[loop] = Handoff()
-    return _handoffs[loop]
+handoff = per_loop(Handoff)  # the running event loop's hand-off

@@ -59,12 +59,15 @@ def decode_request(frame: dict[str, Any]) -> DecodeRequest:
     return parse_decode(frame, playground_limits())
 
 
-def new_job(*, user_id: int, reply_channel: str, request: DecodeRequest, model: dict[str, Any]) -> dict[str, Any]:
+def new_job(
+    *, user_id: int, reply_channel: str, request: DecodeRequest, model: dict[str, Any], relay: str | None = None
+) -> dict[str, Any]:
     """The job a worker runs for this request (see worker.lanes.Job)."""
     return {
         "request_id": uuid.uuid4().hex[:16],
         "user_id": user_id,
         "reply": reply_channel,
+        "relay": relay,
         "model": model,
         "source": request.source,
         "params": request.params,

@@ -25,6 +25,7 @@ class Out:
     request_id: str
     final: bool
     text: str
+    relay: str | None = None  # the web process's relay channel (Job.relay)
 
 
 @dataclass(frozen=True)
@@ -255,11 +256,11 @@ class Batcher:
     # -- frames ------------------------------------------------------------------------------------
 
     def _emit(self, job: Job, frame: dict, tick: Tick, *, final: bool = False) -> None:
-        tick.out.append(Out(job.reply, job.request_id, final, frames.dumps(frame)))
+        tick.out.append(Out(job.reply, job.request_id, final, frames.dumps(frame), job.relay))
 
     def _error(self, job: Job, code: str, message: str, tick: Tick) -> None:
         frame = frames.error_frame(code, message, request_id=job.request_id, tag=job.tag)
-        tick.out.append(Out(job.reply, job.request_id, True, frames.dumps(frame)))
+        tick.out.append(Out(job.reply, job.request_id, True, frames.dumps(frame), job.relay))
 
 
 @dataclass(frozen=True)

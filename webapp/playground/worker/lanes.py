@@ -22,7 +22,9 @@ from modelcore.tokenization import BOS_ID
 class Job:
     """One decode request as the socket queued it (see services.new_job).
 
-    `reply` is the consumer's channel name, or "group:<name>" to reach a channel-layer group.
+    `reply` is the consumer's channel name, or "group:<name>" to reach a channel-layer group;
+    `relay`, when set, is the channel of the consumer's web process that takes a whole step's
+    frames for all its consumers in one message (webapp/playground/relay.py).
     """
 
     request_id: str
@@ -40,6 +42,7 @@ class Job:
     max_tokens: int
     max_seconds: float
     submitted_at: float  # time.time() when the socket accepted it
+    relay: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:
@@ -50,7 +53,7 @@ class Job:
             source=str(data["source"]), params=dict(data.get("params") or {}), pace_ms=int(data.get("pace_ms", 0)),
             step_mode=bool(data.get("step_mode", False)), compare_cache=bool(data.get("compare_cache", False)),
             tag=data.get("tag"), max_tokens=int(data["max_tokens"]), max_seconds=float(data["max_seconds"]),
-            submitted_at=float(data["submitted_at"]),
+            submitted_at=float(data["submitted_at"]), relay=data.get("relay") or None,
         )
 
     @property

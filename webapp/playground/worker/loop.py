@@ -181,11 +181,13 @@ def _limit_threads() -> None:
 class FrameSender:
     """Delivers a turn's frames to the consumers that asked for them.
 
-    With the Redis pub/sub channel layer on one Redis (the project's setting), every frame for a
-    consumer's own channel goes out in one pipeline: one round trip for the 32 frames of 32
-    students instead of 32 (the layer's own send() publishes one message per round trip, under
-    a lock). A pipeline keeps the order of its commands, so each request's frames arrive in
-    order. Frames for a channel-layer group, and every frame on any other layer, go through the
+    Frames whose job names its web process's relay (webapp/playground/relay.py) go as one
+    message per relay: every frame of this turn for that process's consumers, in order. Other
+    frames: with the Redis pub/sub channel layer on one Redis (the project's setting), every
+    frame for a consumer's own channel goes out in the same pipeline of PUBLISH commands, one
+    round trip in all (the layer's own send() publishes one message per round trip, under a
+    lock); a pipeline keeps the order of its commands, so each request's frames arrive in order.
+    Frames for a channel-layer group, and every frame on any other layer, go through the
     layer's API, one request's frames after another.
     """
 
@@ -198,20 +200,29 @@ class FrameSender:
             self._client = aioredis.Redis(connection_pool=create_pool(hosts[0]))
 
     async def send(self, outs: list[Out]) -> None:
+        relayed: dict[str, list[Out]] = defaultdict(list)
         piped: list[Out] = []
         one_by_one: dict[str, list[Out]] = defaultdict(list)
         for out in outs:
-            if self._client is not None and not out.reply.startswith("group:"):
+            if out.reply.startswith("group:"):
+                one_by_one[out.request_id].append(out)
+            elif out.relay is not None:
+                relayed[out.relay].append(out)
+            elif self._client is not None:
                 piped.append(out)
             else:
                 one_by_one[out.request_id].append(out)
+        messages = [(relay, _relay_message(group)) for relay, group in relayed.items()]
         sends = [self._in_order(group) for group in one_by_one.values()]
-        if piped:
-            assert self._client is not None
+        if self._client is not None and (piped or messages):
             pipe = self._client.pipeline(transaction=False)
+            for relay, message in messages:
+                pipe.publish(relay, self.layer.serialize(message))
             for out in piped:
                 pipe.publish(out.reply, self.layer.serialize(_message(out)))
             sends.append(pipe.execute())
+        else:
+            sends += [self.layer.send(relay, message) for relay, message in messages]
         await asyncio.gather(*sends)
 
     async def _in_order(self, outs: list[Out]) -> None:
@@ -224,6 +235,10 @@ class FrameSender:
     async def close(self) -> None:
         if self._client is not None:
             await self._client.aclose(close_connection_pool=True)
+
+
+def _relay_message(outs: list[Out]) -> dict[str, Any]:
+    return {"type": "playground.frames", "frames": [[out.reply, out.request_id, out.final, out.text] for out in outs]}
 
 
 def _message(out: Out) -> dict[str, Any]:

@@ -1,0 +1,77 @@
+"""Worker frames for every socket of one web process, one channel-layer message per worker step.
+
+Each token frame used to be a message of its own on its consumer's channel: a Redis message,
+a channel-layer queue and a consumer dispatch per frame, for every student at every step. In
+the web process that came to about 65 us of CPU a frame, more than the worker spends making
+it, and with a class decoding at once the web process fell behind the worker
+(docs/benchmarks.md). Here every event loop of the web process keeps one channel of its own
+while it has playground sockets; a job carries it (`relay`), the worker sends all of a step's
+frames for this process in one message on it, and the relay hands each frame to its socket,
+in order. A frame for a socket that has gone is dropped, as a message on a closed consumer's
+channel was.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+from channels.layers import get_channel_layer
+
+from webapp.core.loops import per_loop
+
+log = logging.getLogger(__name__)
+
+MESSAGE_TYPE = "playground.frames"
+
+
+class FrameReceiver(Protocol):
+    channel_name: str
+
+    async def playground_frame(self, message: dict[str, Any]) -> None: ...
+
+
+class Relay:
+    """One per event loop: registered sockets by channel name, and the task that feeds them."""
+
+    def __init__(self) -> None:
+        self.channel: str | None = None
+        self._sockets: dict[str, FrameReceiver] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def register(self, socket: FrameReceiver) -> str:
+        """Route this socket's worker frames through the relay; returns the channel jobs name."""
+        self._sockets[socket.channel_name] = socket
+        if self._task is None or self._task.done():
+            layer = get_channel_layer()
+            self.channel = await layer.new_channel(prefix="playground.relay.")
+            self._task = asyncio.create_task(self._pump(layer, self.channel))
+        assert self.channel is not None
+        return self.channel
+
+    def unregister(self, socket: FrameReceiver) -> None:
+        """The socket has gone; the relay stops with the last one (its channel goes with it)."""
+        self._sockets.pop(socket.channel_name, None)
+        if not self._sockets and self._task is not None:
+            self._task.cancel()
+            self._task, self.channel = None, None
+
+    async def _pump(self, layer: Any, channel: str) -> None:
+        while True:
+            message = await layer.receive(channel)
+            for reply, request_id, final, text in message.get("frames", ()):
+                socket = self._sockets.get(reply)
+                if socket is None:
+                    continue
+                try:
+                    await socket.playground_frame(
+                        {"type": "playground.frame", "request_id": request_id, "final": final, "text": text}
+                    )
+                except Exception:  # one socket's failure must not stop every other student's frames
+                    log.exception("playground frame for %s could not be sent", reply)
+            # One step at a time: let the server write this step's frames before taking the next
+            # message (a backlog of steps taken in one go reached each client as one burst).
+            await asyncio.sleep(0)
+
+
+relay = per_loop(Relay)  # the running event loop's relay

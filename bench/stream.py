@@ -145,20 +145,50 @@ def wait_http(port: int, timeout: float = 60) -> None:
 # -- the clients -----------------------------------------------------------------------------------
 
 
+class Request:
+    """One request's frames as its client reads them: the arrival time and step time of each token."""
+
+    def __init__(self, done: asyncio.Future[dict[str, Any]]) -> None:
+        self.done = done
+        self.sent = self.started = time.perf_counter()
+        self.arrivals: list[tuple[float, float]] = []
+
+    def take(self, at: float, payload: bytes) -> None:
+        message = orjson.loads(payload)
+        kind = message["type"]
+        if kind == "token":
+            self.arrivals.append((at, message["timing"]["step_ms"]))
+        elif kind == "start":
+            self.started = at
+        elif kind == "error":
+            self.done.set_exception(RuntimeError(message))
+        elif kind == "done":
+            self.done.set_result({"sent": self.sent, "started": self.started, "ended": at, "arrivals": self.arrivals,
+                                  "timings": message["timings"]})
+
+
 async def connect(port: int, session_key: str) -> Any:
-    """A WebSocket client (autobahn, installed with daphne) that timestamps each frame on arrival."""
+    """A WebSocket client (autobahn, installed with daphne) that timestamps each frame on arrival.
+
+    The clients stand in for browsers on other machines, but here they share the stack's two
+    cores: each frame is handled where it is read (no queue, no task switch), to take as little
+    from the stack as they can.
+    """
     from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
 
     loop = asyncio.get_running_loop()
     opened: asyncio.Future[Any] = loop.create_future()
 
     class Client(WebSocketClientProtocol):
+        request: Request | None = None
+
         def onOpen(self) -> None:  # noqa: N802 (autobahn's names)
-            self.inbox: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
             opened.set_result(self)
 
         def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
-            self.inbox.put_nowait((time.perf_counter(), payload))
+            at = time.perf_counter()
+            if self.request is not None:
+                self.request.take(at, payload)
 
     factory = WebSocketClientFactory(f"ws://127.0.0.1:{port}/ws/decode/", origin=f"http://127.0.0.1:{port}",
                                      headers={"Cookie": f"sessionid={session_key}"})
@@ -170,21 +200,12 @@ async def connect(port: int, session_key: str) -> Any:
 async def decode(client: Any, model: str, tokens: int) -> dict[str, Any]:
     """One request; the arrival time and decoder step time of each of its token frames."""
     frame = {"type": "decode", "model": model, "source": SOURCE, "min_len": tokens, "max_len": tokens}
-    sent = time.perf_counter()
+    client.request = Request(asyncio.get_running_loop().create_future())
     client.sendMessage(json.dumps(frame).encode())
-    arrivals: list[tuple[float, float]] = []
-    started = sent
-    while True:
-        at, payload = await asyncio.wait_for(client.inbox.get(), 60)
-        message = orjson.loads(payload)  # the clients stand in for browsers elsewhere: parse cheaply
-        if message["type"] == "start":
-            started = at
-        elif message["type"] == "token":
-            arrivals.append((at, message["timing"]["step_ms"]))
-        elif message["type"] in ("done", "error"):
-            if message["type"] == "error":
-                raise RuntimeError(message)
-            return {"sent": sent, "started": started, "ended": at, "arrivals": arrivals, "timings": message["timings"]}
+    try:
+        return await asyncio.wait_for(client.request.done, 60)
+    finally:
+        client.request = None
 
 
 def measure(results: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:

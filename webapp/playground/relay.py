@@ -58,17 +58,25 @@ class Relay:
 
     async def _pump(self, layer: Any, channel: str) -> None:
         while True:
-            message = await layer.receive(channel)
-            for reply, request_id, final, text in message.get("frames", ()):
-                socket = self._sockets.get(reply)
-                if socket is None:
-                    continue
+            try:
+                message = await layer.receive(channel)
+                frames = list(message.get("frames", ()))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep relaying: every socket of this process depends on this loop
+                log.exception("playground relay could not read its channel")
+                await asyncio.sleep(0.1)
+                continue
+            for item in frames:
                 try:
-                    await socket.playground_frame(
-                        {"type": "playground.frame", "request_id": request_id, "final": final, "text": text}
-                    )
-                except Exception:  # one socket's failure must not stop every other student's frames
-                    log.exception("playground frame for %s could not be sent", reply)
+                    reply, request_id, final, text = item
+                    socket = self._sockets.get(reply)
+                    if socket is not None:
+                        await socket.playground_frame(
+                            {"type": "playground.frame", "request_id": request_id, "final": final, "text": text}
+                        )
+                except Exception:  # one bad frame or one socket's failure must not stop the others
+                    log.exception("playground relay could not deliver a frame")
             # One step at a time: let the server write this step's frames before taking the next
             # message (a backlog of steps taken in one go reached each client as one burst).
             await asyncio.sleep(0)

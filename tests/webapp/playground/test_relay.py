@@ -34,14 +34,14 @@ async def until(check, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_each_socket_gets_its_own_frames_in_order_and_a_failing_one_stops_no_other(redis_server) -> None:
+async def test_each_socket_gets_its_own_frames_in_order_and_a_failing_one_or_a_bad_frame_stops_no_other(redis_server) -> None:
     hub = relay()
     alice, bob, broken = Socket("sock.alice"), Socket("sock.bob"), Socket("sock.broken", fail=True)
     channel = await hub.register(alice)
     assert await hub.register(bob) == channel == await hub.register(broken)  # one channel for the process
     layer = get_channel_layer()
     await layer.send(channel, {"type": "playground.frames", "frames": [
-        frame("sock.alice", "a", 0), frame("sock.broken", "x", 0), frame("sock.bob", "b", 0),
+        frame("sock.alice", "a", 0), frame("sock.broken", "x", 0), ["not", "a frame"], frame("sock.bob", "b", 0),
         frame("sock.gone", "g", 0),  # a socket that has closed: dropped
         frame("sock.alice", "a", 1, final=True),
     ]})

@@ -22,7 +22,16 @@ from webapp.core.loops import per_loop
 
 log = logging.getLogger(__name__)
 
-MESSAGE_TYPE = "playground.frames"
+
+
+def frame_message(request_id: str, final: bool, text: str) -> dict[str, Any]:
+    """One worker frame as a consumer's `playground.frame` handler takes it."""
+    return {"type": "playground.frame", "request_id": request_id, "final": final, "text": text}
+
+
+def frames_message(frames: list[tuple[str, str, bool, str]]) -> dict[str, Any]:
+    """A step's frames for one web process, each (consumer channel, request id, final, JSON text), in order."""
+    return {"type": "playground.frames", "frames": [list(frame) for frame in frames]}
 
 
 class FrameReceiver(Protocol):
@@ -72,9 +81,7 @@ class Relay:
                     reply, request_id, final, text = item
                     socket = self._sockets.get(reply)
                     if socket is not None:
-                        await socket.playground_frame(
-                            {"type": "playground.frame", "request_id": request_id, "final": final, "text": text}
-                        )
+                        await socket.playground_frame(frame_message(request_id, final, text))
                 except Exception:  # one bad frame or one socket's failure must not stop the others
                     log.exception("playground relay could not deliver a frame")
             # One step at a time: let the server write this step's frames before taking the next

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from modelcore.checkpoint import LoadedModel
 from webapp.playground import keys
+from webapp.playground.relay import frame_message, frames_message
 from webapp.playground.worker.batcher import Admission, Batcher, Out, Tick
 from webapp.playground.worker.lanes import Job
 from webapp.playground.worker.warm import WarmModels
@@ -238,11 +239,11 @@ class FrameSender:
 
 
 def _relay_message(outs: list[Out]) -> dict[str, Any]:
-    return {"type": "playground.frames", "frames": [[out.reply, out.request_id, out.final, out.text] for out in outs]}
+    return frames_message([(out.reply, out.request_id, out.final, out.text) for out in outs])
 
 
 def _message(out: Out) -> dict[str, Any]:
-    return {"type": "playground.frame", "request_id": out.request_id, "final": out.final, "text": out.text}
+    return frame_message(out.request_id, out.final, out.text)
 
 
 async def _record(client: aioredis.Redis, tick: Tick) -> None:

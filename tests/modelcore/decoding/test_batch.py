@@ -15,7 +15,7 @@ from modelcore.decoding import (
     TokenEvent,
     decode,
 )
-from tests.modelcore.test_decoding import SRC, done, run, tiny_model
+from tests.fixtures.decoding import SRC, done, run, tiny_model
 
 SOURCES = [SRC, [3, 4], [9, 8, 7, 6, 5, 4, 3, 2, 1, 33, 12], [21, 22, 23]]  # lengths differ: padding in play
 

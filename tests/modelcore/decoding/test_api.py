@@ -20,7 +20,7 @@ from modelcore.decoding import (
     decode_stream,
 )
 from modelcore.tokenization import Tokenizer
-from tests.modelcore.test_decoding import SRC, tiny_model
+from tests.fixtures.decoding import SRC, tiny_model
 
 
 @pytest.mark.parametrize(

@@ -6,67 +6,17 @@ from dataclasses import replace
 
 import pytest
 import torch
-from torch import Tensor
 
-from modelcore import EncoderDecoder, ModelConfig
 from modelcore.decoding import (
-    BatchDecoder,
     BeamsEvent,
     CachedStepper,
     DecodeParams,
-    DoneEvent,
-    Event,
     TokenEvent,
     decode,
     decode_stream,
 )
 from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID
-
-SRC = [5, 9, 14, 7, 22, 31, 8]
-
-
-def tiny_model(norm_position: str = "post", norm: str = "layernorm", residual: bool = True, seed: int = 0) -> EncoderDecoder:
-    """A small random model whose output distributions are peaked enough to make real choices."""
-    torch.manual_seed(seed)
-    config = ModelConfig(
-        src_vocab_size=40, tgt_vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-        n_decoder_layers=2, dropout=0.0, norm_position=norm_position, norm=norm, residual=residual,
-    )
-    model = EncoderDecoder(config).eval()
-    with torch.no_grad():  # a sharper generator: random weights otherwise give near-uniform, near-tied choices
-        model.generator.weight.mul_(4.0)
-    return model
-
-
-def run(
-    model: EncoderDecoder, requests: list[tuple[list[int], DecodeParams]], cache: bool, fused_attention: bool = False,
-    native: bool = False,
-) -> tuple[list[Event], list[Tensor]]:
-    """Decode requests together; returns every event and the raw logits of every step.
-
-    With the cache: the Python step (the fused kernel, or the matmuls that capture takes, here
-    also without capture), or the native step (native=True: it must be built, as make setup does).
-    """
-    decoder = BatchDecoder(model, cache=cache)
-    if cache:
-        decoder.stepper = CachedStepper(model, fused_attention=fused_attention, native=native)
-    logits: list[Tensor] = []
-    step = decoder.stepper.step
-
-    def recording_step(tokens: Tensor) -> Tensor:
-        out = step(tokens)
-        logits.append(out.clone())  # the decoder bans ids in place afterwards
-        return out
-
-    decoder.stepper.step = recording_step  # type: ignore[method-assign]
-    events: list[Event] = list(decoder.add_many([(str(i), src, p) for i, (src, p) in enumerate(requests)]))
-    events += list(decoder.run())
-    return events, logits
-
-
-def done(events: list[Event]) -> dict[str, DoneEvent]:
-    return {e.request_id: e for e in events if isinstance(e, DoneEvent)}
-
+from tests.fixtures.decoding import SRC, done, run, tiny_model
 
 LAYER_KINDS = [("post", "layernorm"), ("pre", "layernorm"), ("post", "rmsnorm"), ("pre", "rmsnorm")]
 STRATEGIES = [

@@ -6,9 +6,25 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from webapp.experiments.pages import DEPTHS
+
 Figure = dict[str, Any]
 COLORS = {"post": "#b42318", "pre": "#2f6fde", "residual": "#13795b", "no residual": "#b4540a",
           "warmup": "#2f6fde", "no warmup": "#b42318", "layernorm": "#2f6fde", "rmsnorm": "#7a3fc2"}
+
+
+def label_text(label: str) -> str:
+    """An arm's label (modelcore names it in English) as the reader's language says it."""
+    names = {"post": "Post-LN", "pre": "Pre-LN", "residual": _("with residuals"), "no residual": _("without residuals"),
+             "warmup": _("with warmup"), "no warmup": _("without warmup"), "layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+    return names.get(label, label)
+
+
+def _stack_layer(name: str) -> str:
+    """'encoder 3' -> the reader's words for it."""
+    stack, _space, index = name.partition(" ")
+    words = {"encoder": _("encoder %(n)s"), "decoder": _("decoder %(n)s")}
+    return words[stack] % {"n": index} if stack in words else name
 
 
 def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
@@ -27,9 +43,10 @@ def arm_name(arm: dict[str, Any]) -> str:
     """An arm's legend name, saying when and why it stopped early."""
     run = arm["run"]
     if run["status"] == "diverged":
+        reasons = {"nan": _("the loss is not a number"), "blow-up": _("the loss blew up")}
         return _("%(label)s (diverged at step %(step)s: %(reason)s)") % {
-            "label": arm["label"], "step": run["diverged_at"], "reason": run["reason"]}
-    return arm["label"]
+            "label": label_text(arm["label"]), "step": run["diverged_at"], "reason": reasons.get(run["reason"], run["reason"])}
+    return label_text(arm["label"])
 
 
 def loss_figure(result: dict[str, Any], title: str) -> Figure:
@@ -39,13 +56,13 @@ def loss_figure(result: dict[str, Any], title: str) -> Figure:
 
 
 def accuracy_figure(result: dict[str, Any], title: str) -> Figure:
-    """Validation token accuracy (teacher forcing) at each evaluation."""
+    """Validation token accuracy (teacher-forced: each position given the true prefix) at each evaluation."""
     traces = []
     for arm in result["arms"]:
         evals = arm["run"]["evals"]
         traces.append({**_line(arm_name(arm), [e["step"] for e in evals], [e["token_accuracy"] for e in evals],
                                COLORS.get(arm["label"])), "mode": "lines+markers"})
-    return {"data": traces, "layout": _layout(title, _("step"), _("validation token accuracy"),
+    return {"data": traces, "layout": _layout(title, _("step"), _("validation token accuracy (teacher-forced)"),
                                               yaxis={"range": [0, 1.02]})}
 
 
@@ -58,7 +75,7 @@ def gradflow_figure(named: list[tuple[str, dict[str, Any]]], *, stack: str, grou
         spread = [r["grad_norms_std"][group] for r in rows]
         # On a log axis a bar below zero cannot be drawn: the lower half stops short of zero.
         below = [min(s, 0.9 * m) for s, m in zip(spread, means, strict=True)]
-        traces.append({**_line(label, [r["index"] + 1 for r in rows], means, COLORS.get(label)),
+        traces.append({**_line(label_text(label), [r["index"] + 1 for r in rows], means, COLORS.get(label)),
                        "mode": "lines+markers",
                        "error_y": {"type": "data", "array": spread, "arrayminus": below, "visible": True}})
     return {"data": traces, "layout": _layout(title, _("layer (1 = nearest the input)"), _("gradient norm"),
@@ -76,7 +93,7 @@ def heatmap_figures(result: dict[str, Any]) -> dict[str, Figure]:
     figures = {}
     for arm in result["arms"]:
         norms = arm["run"]["grad_norms"]
-        trace = {"type": "heatmap", "x": norms["layers"], "y": norms["steps"], "z": _log_norms(arm),
+        trace = {"type": "heatmap", "x": [_stack_layer(name) for name in norms["layers"]], "y": norms["steps"], "z": _log_norms(arm),
                  "colorscale": "Viridis", "colorbar": {"title": {"text": "log10 ‖g‖"}}, **z_range}
         title = _("%(label)s: gradient norm per layer over training") % {"label": arm_name(arm)}
         figures[f"heatmap_{arm['label']}"] = {"data": [trace], "layout": _layout(title, _("layer"), _("step"))}
@@ -88,10 +105,11 @@ def drift_figure(result: dict[str, Any], *, measure: str, title: str, y_title: s
     traces = []
     for arm in result["arms"]:
         y = [_drift_start(arm, measure), *(_layer_value(layer, measure) for layer in arm["layers"])]
-        traces.append({**_line(arm["label"], list(range(len(y))), y, COLORS.get(arm["label"])), "mode": "lines+markers"})
+        traces.append({**_line(label_text(arm["label"]), list(range(len(y))), y, COLORS.get(arm["label"])),
+                       "mode": "lines+markers"})
         if measure == "distance":  # the state's own size beside its distance from the input
             norms = [_mean(arm["input_norm"]), *(_mean(layer["norm"]) for layer in arm["layers"])]
-            traces.append(_line(f"{arm['label']} · ‖h_l‖", list(range(len(norms))), norms, COLORS.get(arm["label"]),
+            traces.append(_line(f"{label_text(arm['label'])} · ‖h_l‖", list(range(len(norms))), norms, COLORS.get(arm["label"]),
                                 line={"dash": "dot"}))
     return {"data": traces, "layout": _layout(title, _("layer (0 = input embedding + position)"), y_title)}
 
@@ -108,7 +126,7 @@ def _layer_value(layer: dict[str, Any], measure: str) -> float:
 
 def drift_positions_figure(result: dict[str, Any], title: str) -> Figure:
     """Cosine of each position's last-layer state with its input: without residuals every token ends alike."""
-    traces = [{"type": "bar", "name": arm["label"], "x": result["tokens"], "y": arm["layers"][-1]["cosine"],
+    traces = [{"type": "bar", "name": label_text(arm["label"]), "x": result["tokens"], "y": arm["layers"][-1]["cosine"],
                "marker": {"color": COLORS.get(arm["label"])}} for arm in result["arms"]]
     return {"data": traces, "layout": _layout(title, _("source token"), _("cosine with the input"), barmode="group")}
 
@@ -145,7 +163,7 @@ def norm_distribution_figure(result: dict[str, Any], *, stat: str, title: str, w
     for arm in result["arms"]:
         for side, label in (("in", _("before")), ("out", _("after"))):
             values = [v for row in arm[when] for v in row[f"{side}_{stat}"]]
-            traces.append({"type": "box", "name": f"{arm['label']} · {label}", "y": values,
+            traces.append({"type": "box", "name": f"{label_text(arm['label'])} · {label}", "y": values,
                            "marker": {"color": COLORS.get(arm["label"])}, "boxpoints": False})
     y_axis = {"type": "log"} if stat == "var" else {}
     return {"data": traces, "layout": _layout(title, "", _("mean over d_model") if stat == "mean" else
@@ -172,11 +190,41 @@ def norm_position_figures(results: dict[str, Any]) -> dict[str, Figure]:
     pair = results.get("compare_norm_position")
     if pair:
         figures["loss"] = loss_figure(pair, _("Training loss, no warmup, same data and seed"))
-        figures["accuracy"] = accuracy_figure(pair, _("Validation token accuracy"))
+        figures["accuracy"] = accuracy_figure(pair, _("Validation token accuracy (teacher-forced)"))
         figures.update(heatmap_figures(pair))
     warmup = results.get("compare_warmup")
     if warmup:
         figures["warmup_loss"] = loss_figure(warmup, _("Post-LN with and without warmup"))
+    figures.update(depth_figures(results))
+    return figures
+
+
+def last_layer_gradient(result: dict[str, Any], stack: str = "decoder", group: str = "ffn.linear2") -> float:
+    """The gradient norm of the last layer's parameter group (Xiong et al.'s bounds are about this one)."""
+    return [r for r in result["layers"] if r["stack"] == stack][-1]["grad_norms"][group]
+
+
+def depth_figures(results: dict[str, Any]) -> dict[str, Figure]:
+    """The last decoder layer's W2 gradient against the total depth L, as is and times √L, both layouts."""
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for position in ("post", "pre"):
+        found = [(layers, results.get(f"depth_{position}_{layers}")) for layers in DEPTHS]
+        lines[position] = [(layers, last_layer_gradient(result)) for layers, result in found if result]
+    if not any(lines.values()):
+        return {}
+    figures = {}
+    for name, scale, title, y_title in (
+        ("depth_decoder", lambda _layers: 1.0, _("Last decoder layer's FFN W2 gradient against depth L"),
+         _("gradient norm")),
+        ("depth_decoder_scaled", math.sqrt, _("The same times √L: flat where the gradient falls like 1/√L"),
+         _("gradient norm × √L")),
+    ):
+        traces = [{**_line(label_text(position), [n for n, _v in points], [v * scale(n) for n, v in points],
+                           COLORS[position]), "mode": "lines+markers"} for position, points in lines.items() if points]
+        figures[name] = {"data": traces, "layout": _layout(title, _("number of layers L"), y_title,
+                                                          xaxis={"type": "log", "tickvals": list(DEPTHS),
+                                                                 "title": {"text": _("number of layers L")}},
+                                                          yaxis={"rangemode": "tozero"})}
     return figures
 
 
@@ -203,7 +251,7 @@ def residual_figures(results: dict[str, Any]) -> dict[str, Figure]:
     pair = results.get("compare_residual")
     if pair:
         figures["loss"] = loss_figure(pair, _("Training loss with and without residuals (Pre-LN)"))
-        figures["accuracy"] = accuracy_figure(pair, _("Validation token accuracy"))
+        figures["accuracy"] = accuracy_figure(pair, _("Validation token accuracy (teacher-forced)"))
     return figures
 
 
@@ -215,7 +263,7 @@ def layernorm_figures(results: dict[str, Any]) -> dict[str, Figure]:
     tokens = {"src": norms["src_tokens"], "tgt": norms["tgt_tokens"]}
     figures = {
         f"positions_{arm['label']}": norm_positions_figure(
-            arm, tokens, _("%(label)s: each position before and after the norm") % {"label": arm["label"]})
+            arm, tokens, _("%(label)s: each position before and after the norm") % {"label": label_text(arm["label"])})
         for arm in norms["arms"]
     }
     figures["means"] = norm_distribution_figure(norms, stat="mean", title=_("Per-position means, every norm"))
@@ -234,5 +282,5 @@ def run_figures(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
                 for stack in ("decoder", "encoder")}
     if kind in ("compare", "norms"):
         return {"loss": loss_figure(result, _("Training loss")),
-                "accuracy": accuracy_figure(result, _("Validation token accuracy")), **heatmap_figures(result)}
+                "accuracy": accuracy_figure(result, _("Validation token accuracy (teacher-forced)")), **heatmap_figures(result)}
     return residual_figures({"drift": result}) if kind == "drift" else {}

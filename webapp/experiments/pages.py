@@ -15,6 +15,9 @@ PROBE = {"task": "reverse", "layers": 6, "d_model": 64, "d_ff": 256, "steps": 30
 INIT = {"layers": 6, "d_model": 128, "d_ff": 512}  # the gradient measurements at initialisation
 # The residual page switches the residual only, in the layout where it is a clean identity path.
 SMALL_PRE = {"d_model": 64, "d_ff": 256, "norm_position": "pre"}
+# Xiong et al.'s bounds vary the total depth L: the last layer's gradient at L = 6, 12, 24 in both layouts
+# (the Pre-LN half has the residual page's parameters, so it is the same result).
+DEPTHS = (6, 12, 24)
 
 PAGES: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "norm-position": {
@@ -22,13 +25,18 @@ PAGES: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
         "gradflow_pre": ("gradflow", {**INIT, "norm_position": "pre"}),
         "compare_norm_position": ("compare", {**PROBE, "switch": "norm_position"}),
         "compare_warmup": ("compare", {**PROBE, "switch": "warmup", "norm_position": "post"}),
+        **{
+            f"depth_{position}_{layers}": ("gradflow", {**SMALL_PRE, "norm_position": position, "layers": layers})
+            for position in ("post", "pre")
+            for layers in DEPTHS
+        },
     },
     "residuals": {
         **{
             f"gradflow_{layers}_{'res' if residual else 'nores'}": (
                 "gradflow", {**SMALL_PRE, "layers": layers, "residual": residual},
             )
-            for layers in (6, 12, 24)
+            for layers in DEPTHS
             for residual in (True, False)
         },
         "drift": ("drift", {**SMALL_PRE, "layers": 6}),

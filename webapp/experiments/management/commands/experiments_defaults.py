@@ -31,8 +31,11 @@ class Command(BaseCommand):
         path = defaults_path(page)
         stored: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         entries: dict[str, Any] = {}
+        elsewhere = _keys_shipped_by_other_pages(page)
         for name, (kind, params) in PAGES[page].items():
             key = params_key(kind, params)
+            if key in elsewhere:  # shown here too, computed and stored once, with the other page
+                continue
             if not force and stored.get(name, {}).get("params_key") == key:
                 entries[name] = stored[name]
                 continue
@@ -46,3 +49,13 @@ class Command(BaseCommand):
                             encoding="utf-8")
         path.write_text(json.dumps(entries, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
         self.stdout.write(self.style.SUCCESS(f"{path.name}: {len(entries)} results"))
+
+
+def _keys_shipped_by_other_pages(page: str) -> set[str]:
+    """The params keys already in another page's shipped file (pages look results up by key)."""
+    keys: set[str] = set()
+    for other in PAGES:
+        path = defaults_path(other)
+        if other != page and path.is_file():
+            keys.update(entry["params_key"] for entry in json.loads(path.read_text(encoding="utf-8")).values())
+    return keys

@@ -1,4 +1,6 @@
 // Experiment pages: draw every figure set, and follow launched runs live over /ws/experiments/<id>/.
+import { chartLabel } from "./chart_labels.js";
+
 const CONFIG = { responsive: true, displaylogo: false };
 
 function drawFigureSets(root) {
@@ -25,7 +27,7 @@ function followRun(panel) {
   const live = panel.querySelector(".live-loss");
   const labels = JSON.parse(panel.dataset.statusLabels || "{}");
   const arms = new Map(); // arm label -> trace index of the live loss chart
-  if (live) Plotly.newPlot(live, [], { margin: { t: 30 }, title: { text: "loss" }, xaxis: { title: { text: "step" } } }, CONFIG);
+  if (live) Plotly.newPlot(live, [], { margin: { t: 30 }, title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } } }, CONFIG);
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const socket = new WebSocket(`${scheme}://${location.host}/ws/experiments/${panel.dataset.runId}/`);
   const setProgress = (p) => { bar.style.width = `${Math.round(p * 100)}%`; bar.parentElement.setAttribute("aria-valuenow", Math.round(p * 100)); };
@@ -41,7 +43,7 @@ function followRun(panel) {
     if (frame.type === "progress" && live && frame.arm !== undefined && typeof frame.loss === "number") {
       if (!arms.has(frame.arm)) {
         arms.set(frame.arm, arms.size);
-        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: frame.arm });
+        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: chartLabel(frame.arm) });
       }
       Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
     }

@@ -1,14 +1,16 @@
 // Training curves of one registered model: each numeric field of metrics.history against its step.
+import { chartLabel } from "./chart_labels.js";
+
 const history = JSON.parse(document.getElementById("history-data").textContent);
 const keys = new Set();
 for (const row of history) for (const [key, value] of Object.entries(row)) if (key !== "step" && typeof value === "number") keys.add(key);
 const traces = [...keys].map((key) => {
   const rows = history.filter((row) => typeof row[key] === "number");
-  return { name: key, x: rows.map((row) => row.step), y: rows.map((row) => row[key]), mode: "lines+markers",
+  return { name: chartLabel(key), x: rows.map((row) => row.step), y: rows.map((row) => row[key]), mode: "lines+markers",
            yaxis: key.includes("loss") ? "y" : "y2" };
 });
 Plotly.newPlot("curves", traces, {
-  margin: { t: 20 }, xaxis: { title: { text: "step" } }, yaxis: { title: { text: "loss" } },
-  yaxis2: { title: { text: "metric" }, overlaying: "y", side: "right", rangemode: "tozero" },
+  margin: { t: 20 }, xaxis: { title: { text: chartLabel("step") } }, yaxis: { title: { text: chartLabel("loss") } },
+  yaxis2: { title: { text: chartLabel("metric") }, overlaying: "y", side: "right", rangemode: "tozero" },
   legend: { orientation: "h" },
 }, { responsive: true, displaylogo: false });

@@ -1,5 +1,5 @@
 // The playground page: the form, the /ws/decode/ socket, the output, and the views (playground_views.js).
-import { Views } from "./playground_views.js";
+import { Views, beamPath } from "./playground_views.js";
 
 const $ = (id) => document.getElementById(id);
 const strings = JSON.parse($("pg-strings").textContent);
@@ -11,6 +11,12 @@ const views = new Views(strings, { layer: $("pg-layer"), encLayer: $("pg-enc-lay
 
 // What the page shows: the request it started last (older ones are cancelled and ignored).
 const state = { tag: null, tagCount: 0, request: null, stepFirst: false, open: false };
+
+// The frame's message is English; a page in another language says what the code means instead.
+function errorReason(frame) {
+  const english = document.documentElement.lang.startsWith("en");
+  return (!english && strings.errors[frame.code]) || frame.message;
+}
 
 function status(text, isError = false) {
   const line = $("pg-status");
@@ -134,7 +140,7 @@ function onFrame(frame) {
   if (frame.type === "start") {
     if (frame.tag !== state.tag) return;
     state.request = { id: frame.request_id, stepMode: frame.step_mode, start: frame, steps: [], done: null,
-                      hypotheses: [[]] };
+                      paths: [[]] };
     views.reset(frame);
     showSource(frame);
     $("pg-output").textContent = "";
@@ -148,7 +154,7 @@ function onFrame(frame) {
     if (!mine) return;
     if (state.request) state.request.done = frame;
     else state.tag = null; // refused before it started
-    status(say("error", { code: frame.code, message: frame.message }), true);
+    status(say("error", { code: frame.code, message: errorReason(frame) }), true);
   } else {
     const request = state.request;
     if (!request || frame.request_id !== request.id) return;
@@ -186,17 +192,22 @@ function onToken(request, frame) {
 
 function onBeams(request, frame) {
   request.steps.push(frame);
-  request.hypotheses = frame.beams.map((beam) => [...(request.hypotheses[beam.parent] || []), beam.token]);
-  $("pg-output").textContent = request.hypotheses[0].filter((t) => t !== "<eos>").join(" ");
-  const tokens = $("pg-tokens");
-  tokens.querySelector(".new")?.classList.remove("new");
-  tokens.append(chip(frame.beams[0].token, frame.beams[0].prob, "new"));
+  // Each live beam's path, parent by parent: the best one's tokens are the output so far.
+  request.paths = frame.beams.map((beam) => [...(request.paths[beam.parent] || []), beam]);
+  $("pg-output").textContent = request.paths[0].map((beam) => beam.token).filter((t) => t !== "<eos>").join(" ");
+  showPath(request.paths[0]);
   progress();
+}
+
+// The chips of the hypothesis shown: the best beam's path, whose earlier tokens can change from step to step.
+function showPath(path) {
+  $("pg-tokens").replaceChildren(...path.map((beam, i) => chip(beam.token, beam.prob, i === path.length - 1 ? "new" : "")));
 }
 
 function onDone(request, frame) {
   request.done = frame;
   $("pg-output").textContent = frame.text ?? "";
+  if (request.start.params.strategy === "beam") showPath(beamPath(request.steps, frame));
   const reason = strings[`reason_${frame.reason}`] || frame.reason;
   status(say("done", { n: frame.steps, reason }));
   const timings = frame.timings || {};

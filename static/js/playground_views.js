@@ -14,13 +14,49 @@ function pick(attention, layer, head) {
   return heads[0].map((_, r) => mean(heads.map((matrix) => matrix[r])));
 }
 
-// The attention of a step: a token frame's own, or the top beam's.
+// Beam search: the beams, one per step, of the hypothesis the output shows. Once done, that is the best
+// finished hypothesis (found by its ids, parent by parent); before, the best live beam traced back.
+export function beamPath(steps, done) {
+  if (done?.ids?.length && done.ids.length <= steps.length) {
+    let reach = [0]; // beam indices of the previous step on a path that matches the ids so far
+    const back = [];
+    done.ids.forEach((id, k) => {
+      const here = new Map();
+      steps[k].beams.forEach((beam, i) => {
+        if (beam.id === id && (k === 0 || reach.includes(beam.parent))) here.set(i, beam.parent);
+      });
+      back.push(here);
+      reach = [...here.keys()];
+    });
+    if (reach.length) return follow(steps, back, done.ids.length - 1, reach[0]);
+  }
+  const last = steps.length - 1;
+  return last < 0 ? [] : follow(steps, null, last, 0);
+}
+
+function follow(steps, back, k, index) {
+  const path = [];
+  for (let s = k, i = index; s >= 0; s -= 1) {
+    const beam = steps[s].beams[i];
+    path.unshift(beam);
+    i = back ? back[s].get(i) : beam.parent;
+  }
+  return path;
+}
+
+// The rows the attention views draw: each token frame, or the beams of the shown hypothesis.
+function shownRows(request) {
+  const steps = request.steps;
+  if (request.start.params.strategy !== "beam") return steps;
+  return beamPath(steps, request.done).map((beam, k) => ({ token: beam.token, attention: beam.attention, seq: steps[k].seq }));
+}
+
 function stepAttention(step) {
-  return step.type === "beams" ? step.beams[0]?.attention : step.attention;
+  return step.attention;
 }
 
 function stepToken(step) {
-  return step.type === "beams" ? step.beams[0]?.token : step.token;
+  return step.token;
 }
 
 function axis(labels, extra = {}) {
@@ -83,10 +119,11 @@ export class Views {
     const encLayer = Number(this.selectors.encLayer.value || 0);
     const head = this.selectors.head.value || "mean";
     const steps = request.steps;
+    const rows = shownRows(request);
     const src = request.start.src_tokens || request.start.src_ids.map(String);
-    const out = steps.map((step, i) => `${i}: ${stepToken(step)}`);
-    this.cross(steps, src, out, layer, head);
-    this.self(steps, out, layer, head);
+    const out = rows.map((step, i) => `${i}: ${stepToken(step)}`);
+    this.cross(rows, src, out, layer, head);
+    this.self(rows, out, layer, head);
     this.encoder(request.start, src, encLayer, head);
     this.topk(steps[steps.length - 1]);
     if (request.start.params.strategy === "beam") this.beams(steps);

@@ -1,5 +1,7 @@
 // One training job, live: the server's snapshot first, then each step, log line and status change
 // from /ws/training/<id>/. Steps at or below the last one drawn are skipped, so a reconnect never doubles a point.
+import { chartLabel } from "./chart_labels.js";
+
 const root = document.getElementById("job");
 const jobId = root.dataset.job;
 const FINAL = new Set(["succeeded", "failed", "cancelled"]);
@@ -9,9 +11,9 @@ const el = (id) => document.querySelector(`[data-testid="${id}"]`);
 let lastStep = 0;
 let status = null;
 
-const lossLayout = { margin: { t: 10 }, xaxis: { title: { text: "step" } }, yaxis: { title: { text: "loss" } },
+const lossLayout = { margin: { t: 10 }, xaxis: { title: { text: chartLabel("step") } }, yaxis: { title: { text: chartLabel("loss") } },
                      legend: { orientation: "h" } };
-const evalLayout = { margin: { t: 10 }, xaxis: { title: { text: "step" } }, yaxis: { range: [0, 1.05] },
+const evalLayout = { margin: { t: 10 }, xaxis: { title: { text: chartLabel("step") } }, yaxis: { range: [0, 1.05] },
                      legend: { orientation: "h" } };
 const plotConfig = { responsive: true, displaylogo: false };
 
@@ -21,11 +23,11 @@ function evalValue(row, key) {
 
 function drawSnapshot(snapshot) {
   const history = snapshot.history || [];
-  Plotly.react("loss-plot", [{ name: "loss", mode: "lines", x: history.map((p) => p.step), y: history.map((p) => p.loss) }],
+  Plotly.react("loss-plot", [{ name: chartLabel("loss"), mode: "lines", x: history.map((p) => p.step), y: history.map((p) => p.loss) }],
                lossLayout, plotConfig);
   const evals = snapshot.evals || [];
   Plotly.react("eval-plot", EVAL_KEYS.map((key) => ({
-    name: key === "bleu" ? "BLEU / 100" : key, mode: "lines+markers",
+    name: chartLabel(key), mode: "lines+markers",
     x: evals.map((row) => row.step), y: evals.map((row) => evalValue(row, key)),
   })), evalLayout, plotConfig);
   lastStep = history.length ? history[history.length - 1].step : 0;

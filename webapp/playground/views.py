@@ -33,7 +33,30 @@ def playground(request: HttpRequest) -> HttpResponse:
     return render(request, "playground/page.html", context)
 
 
-def _strings() -> dict[str, str]:
+def _error_reasons() -> dict[str, str]:
+    """What each error code of docs/protocol.md means, in the reader's language (the frame's message is English)."""
+    return {
+        "bad_json": _("the request could not be read"),
+        "bad_frame": _("the request could not be read"),
+        "too_large": _("the request is too large"),
+        "unknown_type": _("the page sent a request the server does not know"),
+        "bad_params": _("a setting is out of range"),
+        "empty_source": _("the source is empty"),
+        "source_too_long": _("the source is too long for this model"),
+        "unknown_model": _("this model is not available"),
+        "too_many_decodes": _("you already have as many decodes running as allowed"),
+        "rate_limited": _("you started too many decodes in the last minute; wait a moment"),
+        "unavailable": _("the server could not queue the request; run it again"),
+        "not_running": _("nothing is running"),
+        "not_stepping": _("no step-by-step decode is running"),
+        "bad_request": _("the decoder refused these settings"),
+        "model_unavailable": _("the worker could not load this model"),
+        "worker_stopping": _("the worker is restarting; run it again"),
+        "internal": _("something went wrong on the worker"),
+    }
+
+
+def _strings() -> dict[str, object]:
     """Messages the page's script shows, in the reader's language ({name} marks a value filled in)."""
     return {
         "ready": _("Ready. Press Run, or Step for one token per click."),
@@ -44,6 +67,7 @@ def _strings() -> dict[str, str]:
         "stepping": _("Step mode: {n} tokens so far. Press Step for the next one."),
         "done": _("Done: {n} tokens, stopped by {reason}."),
         "error": _("Error ({code}): {message}"),
+        "errors": _error_reasons(),
         "reason_eos": _("the end token"),
         "reason_max_len": _("the token limit"),
         "reason_cancelled": _("your Cancel"),

@@ -1,0 +1,5 @@
+// Chart words in the page's language: base.html's <script id="chart-labels"> (webapp/core/templatetags/chart_labels.py).
+const node = document.getElementById("chart-labels");
+const LABELS = node ? JSON.parse(node.textContent) : {};
+
+export const chartLabel = (key) => LABELS[key] ?? key;

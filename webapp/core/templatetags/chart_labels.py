@@ -1,0 +1,23 @@
+"""The words the pages' scripts put on charts, in the reader's language (one JSON script in base.html)."""
+from __future__ import annotations
+
+from django import template
+from django.utils.html import json_script
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+
+from webapp.experiments.figures import label_text
+
+register = template.Library()
+
+
+@register.simple_tag
+def chart_labels() -> SafeString:
+    """<script id="chart-labels"> with each chart word the scripts use, keyed as the data names it."""
+    arms = ("post", "pre", "residual", "no residual", "warmup", "no warmup", "layernorm", "rmsnorm")
+    labels = {
+        "step": _("step"), "loss": _("training loss"), "metric": _("metric"), "lr": _("learning rate"),
+        "exact_match": _("exact match"), "token_accuracy": _("token accuracy (teacher-forced)"),
+        "bleu": "BLEU / 100", "valid_loss": _("validation loss"), **{arm: label_text(arm) for arm in arms},
+    }
+    return json_script(labels, "chart-labels")

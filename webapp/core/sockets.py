@@ -64,3 +64,55 @@ class JsonSocket(AsyncWebsocketConsumer):
 
     async def send_error(self, code: str, message: str, **extra: Any) -> None:
         await self.send_json({"type": "error", "code": code, "message": message, **extra})
+
+
+class GroupSocket(JsonSocket):
+    """A socket that watches one thing (a job, a run, a user's tabs) through its channel-layer group.
+
+    On connect it joins `group_name()` before reading `snapshot()`, since the pub/sub layer reaches only
+    subscribers that already exist; no snapshot (nothing to watch) answers `not_found` and closes 4404.
+    Every `group.frame` message (webapp.core.feed.group_frame) goes to the browser as it is. A client
+    action that needs more than `minimum_role` names its role in `action_roles`; the handler checks it
+    again with `permitted()` (a role can change while a socket is open).
+    """
+
+    action_roles: ClassVar[dict[str, Role]] = {}
+
+    def group_name(self) -> str:
+        """The group this socket joins (from self.scope)."""
+        raise NotImplementedError
+
+    async def snapshot(self) -> dict[str, Any] | None:
+        """The first frame: the watched thing's state now, or None when there is no such thing."""
+        raise NotImplementedError
+
+    def not_found(self) -> str:
+        return "there is nothing to watch here"
+
+    async def on_connect(self) -> None:
+        self.group = self.group_name()
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        snapshot = await self.snapshot()
+        if snapshot is None:
+            await self.send_error("not_found", self.not_found())
+            await self.close(code=4404)
+            return
+        await self.send_json(snapshot)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def permitted(self, action: str, refusal: str) -> bool:
+        """Whether the user holds `action_roles[action]` now; if not, a `forbidden` error frame says `refusal`."""
+        from channels.db import database_sync_to_async
+
+        role = self.action_roles.get(action)
+        if role is None or await database_sync_to_async(has_role)(self.scope["user"], role):
+            return True
+        await self.send_error("forbidden", refusal)
+        return False
+
+    async def group_frame(self, event: dict[str, Any]) -> None:
+        """A frame for everyone in the group."""
+        await self.send_json(event["frame"])

@@ -5,7 +5,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from webapp.core.sockets import JsonSocket
+from webapp.core.sockets import GroupSocket
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import run_group
 
@@ -19,30 +19,20 @@ def _state(run_id: int) -> dict[str, Any] | None:
             "error": run.error}
 
 
-class ExperimentSocket(JsonSocket):
+class ExperimentSocket(GroupSocket):
     """Any signed-in user may watch a run (results are shared: they are keyed by parameters, not owners)."""
 
     frame_types = ("ping",)
 
-    async def on_connect(self) -> None:
-        run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
-        # Subscribe before reading the state: a frame sent in between is then not lost.
-        self.group = run_group(run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        state = await _state(run_id)
-        if state is None:
-            await self.send_error("not_found", f"there is no experiment run {run_id}")
-            await self.close(code=4404)
-            return
-        await self.send_json(state)
+    def group_name(self) -> str:
+        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        return run_group(self.run_id)
 
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+    async def snapshot(self) -> dict[str, Any] | None:
+        return await _state(self.run_id)
+
+    def not_found(self) -> str:
+        return f"there is no experiment run {self.run_id}"
 
     async def on_ping(self, frame: dict[str, Any]) -> None:
         await self.send_json({"type": "pong"})
-
-    async def run_frame(self, event: dict[str, Any]) -> None:
-        """A group message of type 'run.frame' goes to the browser as it is."""
-        await self.send_json(event["frame"])

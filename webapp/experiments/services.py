@@ -9,19 +9,20 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from modelcore.experiments import canonical_params, run_experiment
 from webapp.accounts.roles import Role, has_role
+from webapp.celery import app
+from webapp.core.feed import Feed, group_frame
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES, shipped_results
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 0.25  # at most four progress frames (and database writes) a second per run
+RUN_TASK = "webapp.experiments.run"  # webapp.experiments.tasks.run_experiment_task, routed by its name
 
 
 class QuotaExceeded(Exception):
@@ -83,14 +84,8 @@ def experiment_run_request(*, user: Any, kind: str, params: dict[str, Any]) -> R
             run.status, run.progress, run.error, run.result, run.owner = ExperimentRun.Status.QUEUED, 0.0, "", None, user
             run.save()
         run_id = run.pk
-        transaction.on_commit(lambda: _dispatch(run_id))
+        transaction.on_commit(lambda: app.send_task(RUN_TASK, args=[run_id]))
     return Requested(run, created=True)
-
-
-def _dispatch(run_id: int) -> None:
-    from webapp.experiments.tasks import run_experiment_task
-
-    run_experiment_task.delay(run_id)
 
 
 def experiment_result(*, kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -114,45 +109,40 @@ def experiment_run_execute(*, run_id: int) -> None:
         return  # delivered twice (acks_late): the first delivery finished it
     run.status, run.started_at, run.progress = ExperimentRun.Status.RUNNING, timezone.now(), 0.0
     run.save(update_fields=["status", "started_at", "progress", "updated_at"])
-    send = _Sender(run_id)
-    send({"type": "state", "status": run.status, "progress": 0.0})
+    feed = Feed(name=run_group(run_id), interval=PROGRESS_EVERY_S)
     try:
-        result = run_experiment(run.kind, run.params, on_progress=_progress_reporter(run, send))
+        _execute(run, feed, run_group(run_id))
+    finally:
+        feed.close()
+
+
+def _execute(run: ExperimentRun, feed: Feed, group: str) -> None:
+    feed.send(group, group_frame({"type": "state", "status": run.status, "progress": 0.0}))
+    try:
+        result = run_experiment(run.kind, run.params, on_progress=_progress_reporter(run, feed, group))
     except Exception as error:  # a bad run must end marked failed, never stay "running"
         run.status, run.error, run.finished_at = ExperimentRun.Status.FAILED, f"{type(error).__name__}: {error}", timezone.now()
         run.save(update_fields=["status", "error", "finished_at", "updated_at"])
-        send({"type": "failed", "message": run.error})
-        logger.exception("experiment run %s failed", run_id)
+        feed.send(group, group_frame({"type": "failed", "message": run.error}))
+        logger.exception("experiment run %s failed", run.pk)
         return
     run.status, run.result, run.progress, run.finished_at = ExperimentRun.Status.DONE, result, 1.0, timezone.now()
     run.save(update_fields=["status", "result", "progress", "finished_at", "updated_at"])
-    send({"type": "done", "status": run.status, "progress": 1.0})
+    feed.send(group, group_frame({"type": "done", "status": run.status, "progress": 1.0}))
 
 
-def _progress_reporter(run: ExperimentRun, send: _Sender) -> Any:
-    last = [0.0]
+def _progress_reporter(run: ExperimentRun, feed: Feed, group: str) -> Any:
+    """Progress frames through the feed's throttle; the run's row at most every PROGRESS_EVERY_S too."""
+    saved = [0.0]
 
     def report(info: dict[str, Any]) -> None:
+        progress = round(float(info.get("progress", 0.0)), 4)
+        frame = {"type": "progress", "progress": progress, **{k: info[k] for k in ("arm", "step", "steps", "loss")
+                                                               if k in info}}
+        feed.latest(group, group_frame(frame), force=progress >= 1)
         now = time.monotonic()
-        if now - last[0] < PROGRESS_EVERY_S and info.get("progress", 0) < 1:
-            return
-        last[0] = now
-        run.progress = round(float(info.get("progress", 0.0)), 4)
-        run.save(update_fields=["progress", "updated_at"])
-        frame = {"type": "progress", "progress": run.progress}
-        frame.update({k: info[k] for k in ("arm", "step", "steps", "loss") if k in info})
-        send(frame)
+        if now - saved[0] >= PROGRESS_EVERY_S or progress >= 1:
+            saved[0], run.progress = now, progress
+            run.save(update_fields=["progress", "updated_at"])
 
     return report
-
-
-class _Sender:
-    """Sends frames to a run's group from a worker (each throttled send costs a few milliseconds)."""
-
-    def __init__(self, run_id: int) -> None:
-        self.group = run_group(run_id)
-        self.layer = get_channel_layer()
-
-    def __call__(self, frame: dict[str, Any]) -> None:
-        if self.layer is not None:
-            async_to_sync(self.layer.group_send)(self.group, {"type": "run.frame", "frame": frame})

@@ -5,12 +5,12 @@ from django.conf import settings
 
 from modelcore.experiments import torch_threads
 from webapp.celery import TrainingTask, app
-from webapp.experiments.services import experiment_run_execute
+from webapp.experiments.services import RUN_TASK, experiment_run_execute
 
 
-@app.task(name="webapp.experiments.run", base=TrainingTask)
+@app.task(name=RUN_TASK, base=TrainingTask)
 def run_experiment_task(run_id: int) -> None:
     """Run one queued ExperimentRun to the end (progress goes to its sockets)."""
     # Probe models are small and workers share machines: one thread unless the operator says otherwise.
-    with torch_threads(int(getattr(settings, "EXPERIMENTS_TORCH_THREADS", 1))):
+    with torch_threads(settings.EXPERIMENTS_TORCH_THREADS):
         experiment_run_execute(run_id=run_id)

@@ -5,8 +5,8 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from webapp.accounts.roles import Role, has_role
-from webapp.core.sockets import JsonSocket
+from webapp.accounts.roles import Role
+from webapp.core.sockets import GroupSocket
 from webapp.training.live import job_group
 from webapp.training.models import TrainingJob
 from webapp.training.services import job_cancel, job_snapshot
@@ -19,38 +19,28 @@ def _snapshot(job_id: int) -> dict[str, Any] | None:
 
 
 @database_sync_to_async
-def _cancel(job_id: int, user: Any) -> str | None:
-    if not has_role(user, Role.ADMIN):
-        return None
+def _cancel(job_id: int) -> bool:
     job = TrainingJob.objects.filter(pk=job_id).first()
-    return job_cancel(job=job).status if job else None
+    if job is not None:
+        job_cancel(job=job)
+    return job is not None
 
 
-class TrainingJobConsumer(JsonSocket):
+class TrainingJobConsumer(GroupSocket):
     minimum_role = Role.ADMIN
     frame_types = ("cancel",)
+    action_roles = {"cancel": Role.ADMIN}
 
-    async def on_connect(self) -> None:
+    def group_name(self) -> str:
         self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
-        self.group = job_group(self.job_id)
-        # Join before reading the snapshot: the pub/sub layer only reaches subscribers that already exist.
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        snapshot = await _snapshot(self.job_id)
-        if snapshot is None:
-            await self.send_error("not_found", f"there is no training job {self.job_id}")
-            await self.close(code=4404)
-            return
-        await self.send_json(snapshot)
+        return job_group(self.job_id)
 
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+    async def snapshot(self) -> dict[str, Any] | None:
+        return await _snapshot(self.job_id)
+
+    def not_found(self) -> str:
+        return f"there is no training job {self.job_id}"
 
     async def on_cancel(self, frame: dict[str, Any]) -> None:
-        status = await _cancel(self.job_id, self.scope["user"])
-        if status is None:
-            await self.send_error("forbidden", "only admins may cancel a job")
-
-    async def training_frame(self, event: dict[str, Any]) -> None:
-        """A frame from the run (or from a view) for everyone watching this job."""
-        await self.send_json(event["frame"])
+        if await self.permitted("cancel", "only admins may cancel a job") and not await _cancel(self.job_id):
+            await self.send_error("not_found", self.not_found())

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, TextField, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -106,3 +108,8 @@ class TrainingJob(models.Model):
 
     def log_tail(self, lines: int = 40) -> list[str]:
         return [line for line in self.log.splitlines() if line][-lines:]
+
+
+def log_line(line: str) -> Concat:
+    """An UPDATE expression that appends one time-stamped line to a job's log."""
+    return Concat(F("log"), Value(f"\n{timezone.now():%H:%M:%S} {line}"), output_field=TextField())

@@ -5,19 +5,18 @@ import json
 import logging
 import shutil
 import traceback
-from pathlib import Path
 
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from modelcore.checkpoint import STATE_JSON_FILE, remove_train_state
+from modelcore.checkpoint import remove_train_state, train_state_step
 from modelcore.training import train
 from webapp.registry.services import model_register_folder
+from webapp.training.dispatch import job_dispatch
 from webapp.training.lease import Claim, lease_owner_name, lease_release, lease_take
-from webapp.training.live import send_now
-from webapp.training.models import TrainingJob
-from webapp.training.services import job_dispatch, log_line, owner_payload
+from webapp.training.live import job_announce
+from webapp.training.models import TrainingJob, log_line
 from webapp.training.session import LeaseLost, RunCancelled, RunSession
 from webapp.training.spec import job_model_name, job_model_title, job_task, job_train_config
 
@@ -57,8 +56,7 @@ def _fail_exhausted(job: TrainingJob) -> str:
         status=Status.FAILED, error=reason, finished_at=timezone.now(), lease_owner="", lease_expires_at=None,
         log=log_line(f"failed: {reason}"))
     if failed:
-        send_now(job_id=job.pk, owner_id=job.owner_id, frame={"type": "status", "status": Status.FAILED, "error": reason},
-                 owner_payload=owner_payload(job.owner_id, job.pk, Status.FAILED))
+        job_announce(job_id=job.pk, owner_id=job.owner_id, status=Status.FAILED, error=reason)
     return f"job {job.pk}: failed, {reason}"
 
 
@@ -72,7 +70,7 @@ def _run_under_lease(job: TrainingJob, owner: str, worker: str) -> str:
     try:
         _claim_folder(job)
         task, config = job_task(job), job_train_config(job)
-        resumed = checkpoint_step(job.folder)
+        resumed = train_state_step(job.folder)
         if resumed is not None:
             session.resume_from(resumed)
             session.log(f"resuming from the checkpoint at step {resumed}")
@@ -111,7 +109,8 @@ def _finish(session: RunSession, job: TrainingJob, status: str, reason: str, **e
     if not lease_release(job_id=job.pk, owner=session.owner, status=status, error=reason if status == Status.FAILED else "",
                          finished_at=timezone.now(), **fields, **extra):
         return f"job {job.pk}: lease lost before it could be marked {status}"
-    _announce(job, status, error=reason if status == Status.FAILED else "", model=getattr(extra.get("model"), "name", None))
+    job_announce(job_id=job.pk, owner_id=job.owner_id, status=status, error=reason if status == Status.FAILED else "",
+                 model=getattr(extra.get("model"), "name", None))
     return f"job {job.pk}: {status} {reason}".rstrip()
 
 
@@ -123,26 +122,13 @@ def _requeue(session: RunSession, job: TrainingJob) -> str:
                          preempt_requested=False, queued_at=timezone.now(), **session.fields()):
         return f"job {job.pk}: lease lost while requeueing"
     job_dispatch(job=job)
-    _announce(job, Status.QUEUED)
+    job_announce(job_id=job.pk, owner_id=job.owner_id, status=Status.QUEUED)
     return f"job {job.pk}: preempted at step {session.step}, queued again"
-
-
-def _announce(job: TrainingJob, status: str, **extra: object) -> None:
-    frame = {"type": "status", "status": status, **{k: v for k, v in extra.items() if v}}
-    send_now(job_id=job.pk, owner_id=job.owner_id, frame=frame, owner_payload=owner_payload(job.owner_id, job.pk, status))
 
 
 def _test_figures(extra: dict[str, object]) -> dict[str, float]:
     test = (extra.get("result") or {}).get("test", {})
     return {k: test[k] for k in ("bleu", "exact_match", "token_accuracy") if k in test}
-
-
-def checkpoint_step(folder: Path) -> int | None:
-    """The step of the resumable checkpoint in `folder`, if any."""
-    try:
-        return int(json.loads((folder / STATE_JSON_FILE).read_text(encoding="utf-8"))["step"])
-    except (FileNotFoundError, KeyError, ValueError):
-        return None
 
 
 def _claim_folder(job: TrainingJob) -> None:

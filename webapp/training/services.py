@@ -4,12 +4,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db.models import F, TextField, Value
-from django.db.models.functions import Concat
 from django.utils import timezone
 
-from webapp.training.live import send_now
-from webapp.training.models import Dataset, TrainingJob
+from webapp.training.dispatch import job_dispatch
+from webapp.training.live import job_announce
+from webapp.training.models import Dataset, TrainingJob, log_line
 
 log = logging.getLogger(__name__)
 Status = TrainingJob.Status
@@ -30,16 +29,6 @@ def job_create(
     return job
 
 
-def job_dispatch(*, job: TrainingJob, countdown: float | None = None, seen_lease: str | None = None) -> str:
-    """Send the job's message to the `training` queue; returns the Celery task id."""
-    from webapp.training.tasks import run_job
-
-    kwargs = {"seen_lease": seen_lease} if seen_lease else {}
-    result = run_job.apply_async(args=[job.pk], kwargs=kwargs, countdown=countdown)
-    TrainingJob.objects.filter(id=job.pk).update(celery_id=result.id)
-    return result.id
-
-
 def job_cancel(*, job: TrainingJob) -> TrainingJob:
     """Cancel: a queued job (or one whose worker is gone) at once; a running one at its next step."""
     now = timezone.now()
@@ -47,12 +36,12 @@ def job_cancel(*, job: TrainingJob) -> TrainingJob:
     if TrainingJob.objects.filter(id=job.pk, status=Status.QUEUED).update(
         status=Status.CANCELLED, finished_at=now, cancel_requested=True, log=log_line(reason)
     ):
-        _announce(job, Status.CANCELLED)
+        job_announce(job_id=job.pk, owner_id=job.owner_id, status=Status.CANCELLED)
     elif TrainingJob.objects.filter(id=job.pk, status=Status.RUNNING, lease_expires_at__lt=now).update(
         status=Status.CANCELLED, finished_at=now, cancel_requested=True, lease_owner="", lease_expires_at=None,
         log=log_line("cancelled by an admin while no worker was running it"),
     ):
-        _announce(job, Status.CANCELLED)
+        job_announce(job_id=job.pk, owner_id=job.owner_id, status=Status.CANCELLED)
     else:
         TrainingJob.objects.filter(id=job.pk, status=Status.RUNNING).update(cancel_requested=True)
     job.refresh_from_db()
@@ -68,7 +57,7 @@ def job_retry(*, job: TrainingJob) -> TrainingJob:
         raise ValueError(f"job {job.pk} is {job.status}: only failed or cancelled jobs can be retried")
     job.refresh_from_db()
     job_dispatch(job=job)
-    _announce(job, Status.QUEUED)
+    job_announce(job_id=job.pk, owner_id=job.owner_id, status=Status.QUEUED)
     return job
 
 
@@ -119,19 +108,3 @@ def job_snapshot(job: TrainingJob) -> dict[str, Any]:
         "progress": job.progress, "history": job.history, "evals": job.evals, "log": job.log_tail(200),
         "error": job.error, "attempts": job.attempts, "model": job.model.name if job.model_id else None,
     }
-
-
-def owner_payload(owner_id: int | None, job_id: int, status: str) -> dict[str, Any]:
-    """The notify frame's body for an owner's tabs: which job changed and how many are still active."""
-    active = TrainingJob.objects.filter(owner_id=owner_id, status__in=TrainingJob.ACTIVE).count()
-    return {"job": job_id, "status": status, "active": active}
-
-
-def log_line(line: str) -> Concat:
-    """An UPDATE expression that appends one time-stamped line to a job's log."""
-    return Concat(F("log"), Value(f"\n{timezone.now():%H:%M:%S} {line}"), output_field=TextField())
-
-
-def _announce(job: TrainingJob, status: str) -> None:
-    send_now(job_id=job.pk, owner_id=job.owner_id, frame={"type": "status", "status": status},
-             owner_payload=owner_payload(job.owner_id, job.pk, status))

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from modelcore.training import StepInfo
 from webapp.training.lease import lease_renew
-from webapp.training.live import LiveFeed
+from webapp.training.live import JobFeed, owner_payload
 from webapp.training.models import TrainingJob
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class RunSession:
         self.lines: list[str] = job.log_tail(LOG_LINES)
         self.cancel, self.preempt, self.lost = threading.Event(), threading.Event(), threading.Event()
         self.beat = min(2.0, max(0.2, lease_seconds / 4))
-        self.feed = LiveFeed(job_id=job.pk, owner_id=job.owner_id)
+        self.feed = JobFeed(job_id=job.pk, owner_id=job.owner_id)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._heartbeat = threading.Thread(target=self._beat_loop, name=f"heartbeat-{job.pk}", daemon=True)
@@ -119,9 +119,8 @@ class RunSession:
         self.feed.notify_owner(self._owner_payload(status))
 
     def _owner_payload(self, status: str) -> dict[str, Any]:
-        active = TrainingJob.objects.filter(owner_id=self.owner_id, status__in=TrainingJob.ACTIVE).count()
-        return {"job": self.job_id, "status": status, "progress": self.step / self.steps if self.steps else 0,
-                "active": active}
+        return owner_payload(owner_id=self.owner_id, job_id=self.job_id, status=status,
+                             progress=self.step / self.steps if self.steps else 0)
 
     # -- the heartbeat ----------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from django.db import connection
 
 from webapp.celery import TrainingTask, app
+from webapp.training.dispatch import RUN_JOB
 from webapp.training.runner import job_run
 from webapp.training.services import jobs_preempt, jobs_recover
 
@@ -16,7 +17,7 @@ log = logging.getLogger(__name__)
 QUEUE = "training"
 
 
-@app.task(name="webapp.training.run_job", base=TrainingTask, bind=True)
+@app.task(name=RUN_JOB, base=TrainingTask, bind=True)
 def run_job(self: Any, job_id: int, seen_lease: str | None = None) -> str:
     """Run or resume one training job (acknowledged only when it ends; re-queued if the worker dies)."""
     return job_run(job_id=job_id, seen_lease=seen_lease, worker=self.request.hostname or "")

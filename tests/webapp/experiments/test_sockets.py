@@ -6,6 +6,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from tests.fixtures.sockets import socket_for
+from webapp.core.feed import group_frame
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import run_group
 
@@ -32,7 +33,7 @@ async def test_a_student_gets_the_state_then_the_live_frames(student):
     state = await ws.receive_json_from()
     assert state["type"] == "state" and state["status"] == "queued" and state["id"] == run.pk
     frame = {"type": "progress", "progress": 0.5, "arm": "pre", "step": 3, "steps": 6, "loss": 2.5}
-    await get_channel_layer().group_send(run_group(run.pk), {"type": "run.frame", "frame": frame})
+    await get_channel_layer().group_send(run_group(run.pk), group_frame(frame))
     assert (await ws.receive_json_from(timeout=5)) == frame
     await ws.disconnect()
 

@@ -33,8 +33,10 @@ def test_only_admins_reach_a_job(suffix, job, client_as, student, instructor, ad
     assert send(client_as(admin)).status_code in (200, 302)
 
 
-def test_the_form_queues_a_job_with_the_whole_configuration(client_as, admin, empty_training_queue):
-    response = client_as(admin).post("/training/new/", VALID_FORM)
+def test_the_form_queues_a_job_with_the_whole_configuration(client_as, admin, empty_training_queue,
+                                                            django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as dispatched:
+        response = client_as(admin).post("/training/new/", VALID_FORM)
     job = TrainingJob.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/training/jobs/{job.pk}/"
     assert (job.status, job.task, job.owner, job.steps) == (Status.QUEUED, "reverse", admin, 50)
@@ -42,7 +44,7 @@ def test_the_form_queues_a_job_with_the_whole_configuration(client_as, admin, em
     assert train["model"] == {"d_model": 32, "n_heads": 2, "d_ff": 64, "n_encoder_layers": 2, "n_decoder_layers": 2,
                               "norm_position": "pre", "norm": "layernorm", "residual": True, "dropout": 0.1}
     assert (train["batch_size"], train["warmup_steps"], train["seed"], train["checkpoint_every"]) == (16, 10, 3, 10)
-    assert job.celery_id, "a message went to the training queue"
+    assert len(dispatched) == 1 and job.celery_id, "a message went to the training queue once the job was saved"
 
 
 @pytest.mark.parametrize(

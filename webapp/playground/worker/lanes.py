@@ -22,9 +22,9 @@ from modelcore.tokenization import BOS_ID
 class Job:
     """One decode request as the socket queued it (see services.new_job).
 
-    `reply` is the consumer's channel name, or "group:<name>" to reach a channel-layer group;
-    `relay`, when set, is the channel of the consumer's web process that takes a whole step's
-    frames for all its consumers in one message (webapp/playground/relay.py).
+    `reply` is the consumer's channel name; `relay` is the channel of the consumer's web
+    process that takes a whole step's frames for all its consumers in one message
+    (webapp/playground/relay.py), and the only way its frames reach it.
     """
 
     request_id: str

@@ -19,13 +19,11 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from channels.layers import get_channel_layer
-from channels_redis.pubsub import RedisPubSubChannelLayer
-from channels_redis.utils import create_pool, decode_hosts
 from django.conf import settings
 
 from modelcore.checkpoint import LoadedModel
 from webapp.playground import keys
-from webapp.playground.relay import frame_message, frames_message
+from webapp.playground.relay import frames_message
 from webapp.playground.worker.batcher import Admission, Batcher, Out, Tick
 from webapp.playground.worker.lanes import Job
 from webapp.playground.worker.warm import WarmModels
@@ -160,16 +158,13 @@ class DecodeLoop:
     async def _send_forever(self, outbox: asyncio.Queue[Tick | None], client: aioredis.Redis) -> None:
         """Send each turn's frames in order (requests side by side), then record ended requests."""
         sender = FrameSender(get_channel_layer())
-        try:
-            while (tick := await outbox.get()) is not None:
-                try:
-                    await sender.send(tick.out)
-                    if tick.ended or tick.extended:
-                        await _record(client, tick)
-                except Exception:
-                    log.exception("playground frames could not be sent")
-        finally:
-            await sender.close()
+        while (tick := await outbox.get()) is not None:
+            try:
+                await sender.send(tick.out)
+                if tick.ended or tick.extended:
+                    await _record(client, tick)
+            except Exception:
+                log.exception("playground frames could not be sent")
 
 
 def _limit_threads() -> None:
@@ -180,70 +175,29 @@ def _limit_threads() -> None:
 
 
 class FrameSender:
-    """Delivers a turn's frames to the consumers that asked for them.
+    """Delivers a turn's frames: one channel-layer message per web process, through its relay.
 
-    Frames whose job names its web process's relay (webapp/playground/relay.py) go as one
-    message per relay: every frame of this turn for that process's consumers, in order. Other
-    frames: with the Redis pub/sub channel layer on one Redis (the project's setting), every
-    frame for a consumer's own channel goes out in the same pipeline of PUBLISH commands, one
-    round trip in all (the layer's own send() publishes one message per round trip, under a
-    lock); a pipeline keeps the order of its commands, so each request's frames arrive in order.
-    Frames for a channel-layer group, and every frame on any other layer, go through the
-    layer's API, one request's frames after another.
+    Every job names the relay of the web process that queued it (webapp/playground/relay.py);
+    each relay gets every frame of this turn for that process's sockets in one message, in
+    order, and the relay hands each to its socket. A frame whose job names no relay has
+    nowhere to go: it is logged and dropped.
     """
 
     def __init__(self, layer: Any) -> None:
         self.layer = layer
-        self._client: aioredis.Redis | None = None
-        config = settings.CHANNEL_LAYERS["default"]
-        hosts = decode_hosts(config.get("CONFIG", {}).get("hosts"))
-        if isinstance(layer, RedisPubSubChannelLayer) and len(hosts) == 1:
-            self._client = aioredis.Redis(connection_pool=create_pool(hosts[0]))
 
     async def send(self, outs: list[Out]) -> None:
         relayed: dict[str, list[Out]] = defaultdict(list)
-        piped: list[Out] = []
-        one_by_one: dict[str, list[Out]] = defaultdict(list)
         for out in outs:
-            if out.reply.startswith("group:"):
-                one_by_one[out.request_id].append(out)
-            elif out.relay is not None:
+            if out.relay is None:
+                log.error("request %s has no relay to send its frames to", out.request_id)
+            else:
                 relayed[out.relay].append(out)
-            elif self._client is not None:
-                piped.append(out)
-            else:
-                one_by_one[out.request_id].append(out)
-        messages = [(relay, _relay_message(group)) for relay, group in relayed.items()]
-        sends = [self._in_order(group) for group in one_by_one.values()]
-        if self._client is not None and (piped or messages):
-            pipe = self._client.pipeline(transaction=False)
-            for relay, message in messages:
-                pipe.publish(relay, self.layer.serialize(message))
-            for out in piped:
-                pipe.publish(out.reply, self.layer.serialize(_message(out)))
-            sends.append(pipe.execute())
-        else:
-            sends += [self.layer.send(relay, message) for relay, message in messages]
-        await asyncio.gather(*sends)
-
-    async def _in_order(self, outs: list[Out]) -> None:
-        for out in outs:
-            if out.reply.startswith("group:"):
-                await self.layer.group_send(out.reply[len("group:"):], _message(out))
-            else:
-                await self.layer.send(out.reply, _message(out))
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose(close_connection_pool=True)
+        await asyncio.gather(*(self.layer.send(relay, _relay_message(group)) for relay, group in relayed.items()))
 
 
 def _relay_message(outs: list[Out]) -> dict[str, Any]:
     return frames_message([(out.reply, out.request_id, out.final, out.text) for out in outs])
-
-
-def _message(out: Out) -> dict[str, Any]:
-    return frame_message(out.request_id, out.final, out.text)
 
 
 async def _record(client: aioredis.Redis, tick: Tick) -> None:

@@ -29,7 +29,7 @@ from modelcore.decoding.events import (
     TokenEvent,
 )
 from modelcore.decoding.params import DecodeError, DecodeParams
-from modelcore.decoding.search import BeamSearch, sample
+from modelcore.decoding.search import BeamSearch, sample, tempered
 from modelcore.decoding.steppers import make_stepper
 from modelcore.model import EncoderDecoder
 from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer
@@ -44,6 +44,15 @@ def _vocabulary(tokenizer: Tokenizer | None, size: int) -> list[str | None]:
     if tokenizer not in _vocabularies:
         _vocabularies[tokenizer] = [tokenizer.id_to_token(i) for i in range(size)]
     return list(_vocabularies[tokenizer])
+
+
+class StepFailed(RuntimeError):
+    """Requests whose own choice of token failed in a step: they have left the batch; `events` has the others'."""
+
+    def __init__(self, failed: dict[str, Exception], events: list[Event]) -> None:
+        super().__init__("; ".join(f"request {rid!r}: {error!r}" for rid, error in failed.items()))
+        self.failed = failed
+        self.events = events
 
 
 @dataclass
@@ -205,14 +214,22 @@ class BatchDecoder:
         events: list[Event] = []
         keep: list[int] = []
         still: list[_Request] = []
+        failed: dict[str, Exception] = {}
         row = 0
         for r in requests:
             rows = range(row, row + r.rows)
-            if r.beam is not None:
-                parents, done = self._beam_step(r, logp[row : row + r.rows], rows, events)
-            else:
-                choice = (top_ids[row], top_logp[row])
-                parents, done = self._token_step(r, logits, logp, choice, row, events)
+            mark = len(events)
+            try:
+                if r.beam is not None:
+                    parents, done = self._beam_step(r, logp[row : row + r.rows], rows, events)
+                else:
+                    choice = (top_ids[row], top_logp[row])
+                    parents, done = self._token_step(r, logits, logp, choice, row, events)
+            except Exception as error:  # that request leaves the batch; the others' step stands
+                del events[mark:]
+                failed[r.id] = error
+                row += len(rows)
+                continue
             r.step += 1
             if done is None:
                 keep += [row + p for p in parents]
@@ -223,6 +240,8 @@ class BatchDecoder:
             row += len(rows)
         self._requests = still
         self.stepper.select(keep)
+        if failed:
+            raise StepFailed(failed, events)
         return events
 
     def _attention(self, r: _Request, row: int) -> tuple[Tensor | None, Tensor | None]:
@@ -241,7 +260,7 @@ class BatchDecoder:
         params, forced = r.params, r.forced_token()
         width = min(params.top_alternatives, logits.size(1))
         if params.strategy == "sample":
-            probs = (logits[row] / params.temperature).softmax(-1)  # (V,)
+            probs = tempered(logits[row], params.temperature)  # (V,), float64
             assert r.generator is not None
             token = forced if forced is not None else sample(probs, params.top_k, params.top_p, r.generator)
             prob = float(probs[token])

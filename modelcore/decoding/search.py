@@ -11,6 +11,15 @@ from modelcore.decoding.params import DecodeParams
 from modelcore.tokenization import EOS_ID
 
 
+def tempered(logits: Tensor, temperature: float) -> Tensor:
+    """softmax(logits / temperature) of one row (V,), in float64, finite at every temperature > 0."""
+    # Shifted so the most likely token sits at exactly 0: a tiny temperature sends the others to
+    # -inf, never the top one (0 / t is 0), so the row keeps a 1 and cannot become NaN or sum to
+    # 0. float64 because a float32 scalar turns a temperature under 1e-45 into 0 (and 0 / 0).
+    shifted = logits.double() - logits.max()  # (V,), <= 0, -inf where banned
+    return (shifted / temperature).softmax(-1)
+
+
 def sample(probs: Tensor, top_k: int, top_p: float, generator: torch.Generator) -> int:
     """Draw one id from probs (V,) after keeping the top_k most likely and the smallest top_p mass."""
     if top_k and top_k < probs.numel():
@@ -19,7 +28,8 @@ def sample(probs: Tensor, top_k: int, top_p: float, generator: torch.Generator) 
     if top_p < 1.0:
         sorted_probs, order = probs.sort(descending=True)
         mass_before = sorted_probs.cumsum(0) - sorted_probs  # mass of the strictly more likely tokens
-        drop = mass_before >= top_p * sorted_probs.sum()  # never drops the most likely token
+        drop = mass_before >= top_p * sorted_probs.sum()
+        drop[0] = False  # the most likely token always stays, however small top_p (or its product) is
         probs = probs.scatter(0, order[drop], 0.0)
     return int(torch.multinomial(probs, 1, generator=generator))
 

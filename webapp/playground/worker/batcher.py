@@ -179,14 +179,19 @@ class Batcher:
 
     def _step(self, lane: Lane, mono: float, tick: Tick) -> None:
         try:
-            events, step_ms, rows = lane.step(mono)
-        except Exception:  # a failing step must not take the other lanes or the loop down
-            log.exception("decoding step failed on %s", lane.loaded.path)
-            for request_id, live in list(lane.live.items()):
+            events, step_ms, rows, failed = lane.step(mono)
+        except Exception:  # the batched step itself failed: its state is unknown, so the lane starts over
+            log.exception("decoding step failed on %s; the lane starts over", lane.loaded.path)
+            for live in lane.rebuild():
                 self._error(live.job, "internal", "the decoder failed on this step; try again", tick)
-                self._forget(request_id, tick, "error", 0)
-            lane.live.clear()
+                self._forget(live.job.request_id, tick, "error", 0)
             return
+        for request_id, error in failed.items():  # only these requests end; the others' step went through
+            log.error("request %s failed on %s: %r", request_id, lane.loaded.path, error)
+            live = self.live.get(request_id)
+            if live is not None:
+                self._error(live.job, "internal", "the decoder failed on this request; try again", tick)
+                self._forget(request_id, tick, "error", 0)
         for event in events:
             live = self.live.get(_request_id(event))
             if live is None:

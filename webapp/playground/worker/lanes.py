@@ -15,6 +15,7 @@ import torch
 
 from modelcore.checkpoint import LoadedModel
 from modelcore.decoding import BatchDecoder, BeamsEvent, Event, RecomputeStepper, TokenEvent, open_decoder
+from modelcore.decoding.batch import StepFailed
 from modelcore.tokenization import BOS_ID
 
 
@@ -119,15 +120,27 @@ class Lane:
     def __init__(self, loaded: LoadedModel, *, pace_s: float = 0.0, step_mode: bool = False,
                  shared: bool = False) -> None:
         self.loaded = loaded
-        self.decoder: BatchDecoder = open_decoder(loaded)
+        self.shared = shared
         self.pace_s = pace_s
         self.step_mode = step_mode
         self.next_due = 0.0  # time.monotonic() of a paced lane's next step
         self.live: dict[str, Live] = {}
         self.idle_since = time.monotonic()  # when its last request left (shared lanes wait a while)
-        if shared:
+        self.decoder = self._new_decoder()
+
+    def _new_decoder(self) -> BatchDecoder:
+        decoder = open_decoder(self.loaded)
+        if self.shared:
             with torch.inference_mode():
-                self.decoder.stepper.reserve(SHARED_LANE_ROWS, loaded.config.max_len)
+                decoder.stepper.reserve(SHARED_LANE_ROWS, self.loaded.config.max_len)
+        return decoder
+
+    def rebuild(self) -> list[Live]:
+        """Start over with an empty decoder (after a step failed half-way); returns the requests it dropped."""
+        dropped = list(self.live.values())
+        self.live.clear()
+        self.decoder = self._new_decoder()
+        return dropped
 
     def due(self, now: float) -> bool:
         if not self.live:
@@ -142,16 +155,24 @@ class Lane:
             return None
         return max(0.0, self.next_due - now)
 
-    def step(self, now: float) -> tuple[list[Event], float, int]:
-        """One step of every request here: events, milliseconds, rows stepped."""
+    def step(self, now: float) -> tuple[list[Event], float, int, dict[str, Exception]]:
+        """One step of every request here: events, milliseconds, rows stepped, requests that failed and left.
+
+        A request whose own token choice fails leaves the decoder and the others' step stands
+        (StepFailed); any other exception means the decoder's state is unknown: the caller rebuilds.
+        """
         rows = self.decoder.stepper.rows
         for live in self.live.values():
             live.pending_recompute_ms = live.shadow.step() if live.shadow is not None else None
         started = time.perf_counter()
-        events = self.decoder.step()
+        failed: dict[str, Exception] = {}
+        try:
+            events = self.decoder.step()
+        except StepFailed as step_failed:
+            events, failed = step_failed.events, step_failed.failed
         step_ms = (time.perf_counter() - started) * 1000
         for live in self.live.values():
             live.credits = max(0, live.credits - 1) if self.step_mode else live.credits
         if self.pace_s:
             self.next_due = now + self.pace_s
-        return events, step_ms, rows
+        return events, step_ms, rows, failed

@@ -1,0 +1,144 @@
+"""Every figure the pages and docs/experiments.md quote about a shipped result equals that result's JSON."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+DEFAULTS = ROOT / "webapp/experiments/defaults"
+DOC = ROOT / "docs/experiments.md"
+
+pytestmark = pytest.mark.django_db
+
+
+@cache
+def shipped(page: str, name: str) -> dict[str, Any]:
+    return json.loads((DEFAULTS / f"{page}.json").read_text(encoding="utf-8"))[name]["result"]
+
+
+def metrics(model: str) -> dict[str, Any]:
+    return json.loads((ROOT / f"modelcore/shipped/{model}/metrics.json").read_text(encoding="utf-8"))["test"]
+
+
+def w2(result: dict[str, Any], stack: str, group: str = "ffn.linear2") -> list[float]:
+    return [row["grad_norms"][group] for row in result["layers"] if row["stack"] == stack]
+
+
+def arm(page: str, name: str, label: str) -> dict[str, Any]:
+    return next(a for a in shipped(page, name)["arms"] if a["label"] == label)
+
+
+def heat(label: str, layer: str) -> list[float]:
+    run = arm("norm-position", "compare_norm_position", label)["run"]["grad_norms"]
+    column = run["layers"].index(layer)
+    return [row[column] for row in run["layer"]]
+
+
+def drift(label: str, measure: str) -> list[float]:
+    return [sum(v) / len(v) if isinstance(v, list) else v for v in
+            (layer[measure] for layer in arm("residuals", "drift", label)["layers"])]
+
+
+def f3(values: list[float]) -> str:
+    return ", ".join(f"{v:.3f}" for v in values)
+
+
+def g2(value: float) -> str:
+    """Two significant figures, as the pages write them (0.059, 5.9e-5, 3e-6)."""
+    text = f"{value:.2g}" if value >= 1e-3 else f"{value:.1e}".replace("e-0", "e-").replace(".0e", "e")
+    return text
+
+
+def last_times_sqrt(layers: int) -> float:
+    return w2(shipped("residuals", f"gradflow_{layers}_res"), "decoder")[-1] * math.sqrt(layers)
+
+
+# (quoted text, the same text built from the shipped JSON): the page's wording with the JSON's number in it.
+def claims() -> list[tuple[str, str]]:
+    post, pre = shipped("norm-position", "gradflow_post"), shipped("norm-position", "gradflow_pre")
+    depth_post = [w2(shipped("norm-position", f"depth_post_{n}"), "decoder")[-1] for n in (6, 12, 24)]
+    depth_pre = [w2(shipped("residuals", f"gradflow_{n}_res"), "decoder")[-1] for n in (6, 12, 24)]
+    accuracy = {e["token_accuracy"] for e in arm("norm-position", "compare_norm_position", "post")["run"]["evals"]}
+    assert len(accuracy) == 1  # the same at every evaluation, as the page says
+    enc24 = {r: [row["grad_norms"]["layer"] for row in shipped("residuals", f"gradflow_24_{r}")["layers"]
+                 if row["stack"] == "encoder"] for r in ("res", "nores")}
+    spread = drift("no residual", "spread")
+    return [
+        ("0.043 to 0.257", f"{w2(post, 'decoder')[0]:.3f} to {w2(post, 'decoder')[-1]:.3f}"),
+        ("0.136 to 0.079", f"{w2(pre, 'decoder')[0]:.3f} to {w2(pre, 'decoder')[-1]:.3f}"),
+        ("0.226, 0.217, 0.229, 0.240, 0.232, 0.234", f3(w2(post, "encoder"))),
+        ("0.236 to 0.092", f"{w2(pre, 'encoder')[0]:.3f} to {w2(pre, 'encoder')[-1]:.3f}"),
+        ("0.128, 0.135, 0.131", f3(depth_post)),
+        ("0.041, 0.028, 0.021", f3(depth_pre)),
+        ("0.100, 0.098, 0.105", f3([last_times_sqrt(n) for n in (6, 12, 24)])),
+        ("0.114", f"{accuracy.pop():.3f}"),
+        ("0.57", g2(heat("post", "decoder 1")[0])),
+        ("3e-6", g2(heat("post", "decoder 1")[-1])),
+        ("2.8", g2(heat("post", "encoder 1")[0])),
+        ("5.9e-5", g2(heat("post", "encoder 1")[-1])),
+        ("99.87", f"{metrics('zh-en-post')['bleu']:.2f}"),
+        ("99.98", f"{metrics('zh-en-pre')['bleu']:.2f}"),
+        ("0.30", f"{enc24['nores'][0]:.2f}"), ("0.42", f"{enc24['nores'][-1]:.2f}"),
+        ("0.28", f"{enc24['res'][0]:.2f}"), ("0.059", g2(enc24["res"][-1])),
+        ("0.35", f"{spread[0]:.2f}"), ("0.02", f"{spread[1]:.2f}"), ("0", f"{spread[2]:.0f}"),
+        ("0.42", f"{drift('residual', 'cosine')[-1]:.2f}"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(22))
+def test_each_quoted_figure_is_the_shipped_one(index):
+    quoted, from_json = claims()[index]
+    assert quoted == from_json
+
+
+PAGES = {
+    "/experiments/norm-position/": ["0.043 to 0.257", "0.136 to 0.079", "0.226, 0.217, 0.229, 0.240, 0.232, 0.234",
+                                    "0.236 to 0.092", "0.128, 0.135, 0.131", "0.041, 0.028, 0.021",
+                                    "0.100, 0.098, 0.105", "0.114", "0.57", "3e-6", "5.9e-5", "99.87", "99.98"],
+    "/experiments/residuals/": ["0.30", "0.42", "0.28", "0.059", "0.35", "0.02"],
+}
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+@pytest.mark.parametrize("path", sorted(PAGES))
+def test_the_pages_quote_them_in_both_languages(client_as, student, path, language):
+    quoted = dict(claims())
+    client = client_as(student)
+    client.cookies["django_language"] = language
+    html = client.get(path).content.decode()
+    for text in PAGES[path]:
+        assert text in quoted, text
+        for number in re.findall(r"\d+(?:\.\d+)?(?:e-\d+)?", text):  # each number, whatever the words around it
+            assert number in html, (path, language, number)
+
+
+def test_docs_experiments_quotes_the_same_figures():
+    doc = DOC.read_text(encoding="utf-8")
+    built = {
+        "decoder": f"{w2(shipped('norm-position', 'gradflow_post'), 'decoder')[0]:.3f} → "
+                   f"{w2(shipped('norm-position', 'gradflow_post'), 'decoder')[-1]:.3f}",
+        "post depth": "| Post-LN | " + " | ".join(f"{w2(shipped('norm-position', f'depth_post_{n}'), 'decoder')[-1]:.3f}"
+                                                 for n in (6, 12, 24)) + " |",
+        "scaled": "| Pre-LN × √L | " + " | ".join(f"{last_times_sqrt(n):.3f}" for n in (6, 12, 24)) + " |",
+        "distance": f"{drift('no residual', 'distance')[0]:.2f} → {drift('no residual', 'distance')[-1]:.2f}",
+        "enc heat": f"encoder layer 1: {g2(heat('post', 'encoder 1')[0])}, then\n  {g2(heat('post', 'encoder 1')[-1])}",
+        "dec heat": f"{g2(heat('post', 'decoder 1')[0])} at step 1, {g2(heat('post', 'decoder 1')[-1])} at step 300",
+        "bleu": f"{metrics('zh-en-post')['bleu']:.2f} against {metrics('zh-en-pre')['bleu']:.2f}",
+        "encoder 24": f"{enc24_layer('nores', 0):.2f} → {enc24_layer('nores', -1):.2f} without, "
+                      f"{enc24_layer('res', 0):.2f} → {g2(enc24_layer('res', -1))} with",
+        "accuracy": f"scores {arm('norm-position', 'compare_norm_position', 'post')['run']['evals'][0]['token_accuracy']:.3f}"
+                    " at every evaluation",
+    }
+    for name, text in built.items():
+        assert text in doc, (name, text)
+
+
+def enc24_layer(residual: str, index: int) -> float:
+    return [row["grad_norms"]["layer"] for row in shipped("residuals", f"gradflow_24_{residual}")["layers"]
+            if row["stack"] == "encoder"][index]

@@ -10,6 +10,9 @@ class CoreConfig(AppConfig):
     label = "core"
     verbose_name = "Core"
 
+    def ready(self) -> None:
+        from webapp.core import presence  # noqa: F401  (a worker publishes its queues from its ready signal)
+
 
 class LabAdminConfig(admin_apps.AdminConfig):
     default = False

@@ -7,7 +7,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from webapp.accounts.permissions import signed_in
-from webapp.core.health import health_report
+from webapp.core.health import current_report
 
 
 @signed_in
@@ -18,7 +18,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @never_cache
-def healthz(request: HttpRequest) -> JsonResponse:
-    """JSON health report; 503 when the database, Redis or a queue's workers are missing."""
-    healthy, report = health_report()
+async def healthz(request: HttpRequest) -> JsonResponse:
+    """JSON health report, from the background checks; 503 when the database, Redis or a queue's workers are missing."""
+    healthy, report = await current_report()
     return JsonResponse(report, status=200 if healthy else 503)

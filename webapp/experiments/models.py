@@ -7,6 +7,10 @@ from django.utils.translation import gettext_lazy as _
 
 from modelcore.experiments import KINDS
 
+# What each kind of run is called on the pages (modelcore names them in code).
+KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paired training runs"),
+               "drift": _("representation drift"), "norms": _("norm statistics")}
+
 
 class ExperimentRun(models.Model):
     """A run of one experiment kind; asking for the same parameters again finds this row."""
@@ -17,7 +21,7 @@ class ExperimentRun(models.Model):
         DONE = "done", _("Done")
         FAILED = "failed", _("Failed")
 
-    kind = models.CharField(max_length=20, choices=[(k, k) for k in KINDS])
+    kind = models.CharField(max_length=20, choices=[(k, KIND_LABELS.get(k, k)) for k in KINDS])
     params = models.JSONField(help_text="Canonical parameters: every value the result depends on.")
     params_key = models.CharField(max_length=64, unique=True, help_text="sha256 of kind + canonical parameters.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)

@@ -1,0 +1,121 @@
+"""Chromium walks every page in Chinese and finds no visible English outside code, names, formulas and the switch."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.e2e.test_playground import STATUS, zh_en  # noqa: F401 (fixture)
+from tests.e2e.test_sign_in import PASSWORD, sign_in
+from tests.webapp.training.conftest import tiny_config
+from webapp.accounts.services import demo_accounts_ensure
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+# Names a Chinese text keeps as they are: the product, models, methods, authors, libraries, units.
+NAMES = {
+    "encdec", "lab", "transformer", "post-ln", "pre-ln", "layernorm", "rmsnorm", "batchnorm", "ffn", "adam", "radam",
+    "bleu", "xiong", "vaswani", "liu", "dong", "cordonnier", "loukas", "et", "al", "django", "plotly", "gpu", "cpu",
+    "kv", "ms", "kb", "mb", "top-k", "top-p", "ln", "lr", "max", "warmup", "relu", "softmax", "csv", "tsv", "utf-8",
+    "understanding", "the", "difficulty", "of", "training", "transformers",  # Liu et al.'s title, quoted as published
+    "query", "key", "value", "dropout",  # glossed beside their Chinese names
+    "zh-en-post", "zh-en-pre", "reverse", "copy", "sort", "add", "zh-en", "bpe", "char", "word", "noam", "d_model",
+}
+# Where English belongs: code, formulas, the language switch, user data and the model's own English output.
+# In the playground the model's own tokens (chips, tick labels, beam tree points) are its English output.
+SKIP = ("script, style, code, pre, kbd, samp, textarea, .formula, form.lang, [translate=no], body [lang^=en], "
+        ".modebar-container, title, .pg-tokens, .pg-plot .xtick, .pg-plot .ytick, .pg-plot .textpoint")
+VISIBLE_TEXT = """(skip) => {
+  const texts = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest(skip) || !node.textContent.trim()) continue;
+    if (parent.checkVisibility && !parent.checkVisibility({ visibilityProperty: true, opacityProperty: true })) continue;
+    texts.push(node.textContent.trim());
+  }
+  return texts;
+}"""
+WORD = re.compile(r"(?<![\w.\-/<{%])[A-Za-z][A-Za-z']+(?:-[A-Za-z]+)*(?![\w.\-/>}(])")
+
+
+def english_in(texts: list[str], user: str = "") -> list[str]:
+    """The texts holding an English word that is not a name (identifiers with digits, dots or _ are code)."""
+    found = []
+    for text in texts:
+        words = [w for w in WORD.findall(text.replace(user, " ") if user else text)
+                 if w.lower() not in NAMES and len(w) > 1 and not w.isupper()]
+        if words:
+            found.append(f"{text[:120]!r}: {', '.join(words[:6])}")
+    return found
+
+
+def english_on(page, what: str, user: str = "") -> list[str]:
+    """What reads as English on this page, each line naming the page (the signed-in user's name is data)."""
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(500)  # htmx fragments and charts drawn after load
+    if page.evaluate("document.documentElement.lang") != "zh-hans":
+        return [f"{what}: the page is not in Chinese"]
+    return [f"{what}: {line}" for line in english_in(page.evaluate(VISIBLE_TEXT, SKIP), user)]
+
+
+def assert_chinese(page, what: str, user: str = "") -> None:
+    english = english_on(page, what, user)
+    assert not english, "\n".join(english)
+
+
+@pytest.fixture
+def pages_to_walk(transactional_db, zh_en):  # noqa: F811 (fixture)
+    """Every kind of page with something on it: a run, a training job, the registry."""
+    from django.contrib.auth.models import User
+
+    from webapp.experiments.pages import PAGES
+    from webapp.experiments.services import experiment_run_request
+    from webapp.training.models import TrainingJob
+
+    demo_accounts_ensure(password=PASSWORD)
+    admin = User.objects.get(username="admin")
+    kind, params = PAGES["norm-position"]["compare_warmup"]
+    run = experiment_run_request(user=admin, kind=kind, params=params).run
+    config = tiny_config()
+    job = TrainingJob.objects.create(owner=admin, task="reverse", steps=config["steps"],
+                                     config={"train": config, "task_options": {}})
+    return ["/", "/playground/", "/models/", f"/models/{zh_en}/", "/experiments/", "/experiments/norm-position/",
+            "/experiments/residuals/", "/experiments/layernorm/", f"/experiments/runs/{run.pk}/", "/training/",
+            "/training/new/", "/training/datasets/", f"/training/jobs/{job.pk}/", "/no-such-page/"]
+
+
+def test_every_page_reads_in_chinese(asgi_server, pages_to_walk, page_factory):
+    page = page_factory("zh-CN")
+    english: list[str] = []
+    for path in ("/accounts/login/", "/accounts/register/"):
+        page.goto(asgi_server + path)
+        english += english_on(page, path)
+    sign_in(page, asgi_server, "admin")
+    for path in pages_to_walk:
+        page.goto(asgi_server + path)
+        english += english_on(page, path, "admin")
+    student = page_factory("zh-CN")
+    sign_in(student, asgi_server, "student")
+    student.goto(asgi_server + "/training/")
+    english += english_on(student, "403 for a student", "student")
+    assert not english, "\n".join(english)
+
+
+def test_a_beam_search_reads_in_chinese(asgi_server, pages_to_walk, page_factory, start_worker, zh_en):  # noqa: F811
+    start_worker("interactive")
+    page = page_factory("zh-CN")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/playground/")
+    page.wait_for_function(f"{STATUS}.startsWith('准备就绪')")
+    page.check("input[name=strategy][value=beam]")
+    page.get_by_test_id("source").fill("昨天我在花园里画了三条大鱼。")
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.startsWith('完成')", timeout=60_000)
+    assert_chinese(page, "the playground after a beam search", "student")
+    # The chips are the best hypothesis, the same tokens as the output, and the heatmap has one row per chip.
+    chips = page.eval_on_selector_all("[data-testid=output-tokens] .pg-tok", "els => els.map(e => e.firstChild.textContent)")
+    words = [c for c in chips if c != "<eos>"]
+    assert " ".join(words) == page.get_by_test_id("output").inner_text().strip()
+    rows = page.evaluate("document.getElementById('view-cross').data[0].z.length")
+    assert rows == len(chips)

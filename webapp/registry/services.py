@@ -6,14 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext_noop
 
 from webapp.accounts.roles import Role, has_role
 from webapp.registry.models import TrainedModel
 
+# Stored in English; the pages translate them when shown ({% translate model.title %}).
 SHIPPED_TITLES = {
-    "zh-en-post": "Chinese → English, Post-LN (the 2017 paper's layout)",
-    "zh-en-pre": "Chinese → English, Pre-LN (same size, data and seed)",
-    "reverse": "Reverse a sequence of symbols",
+    "zh-en-post": gettext_noop("Chinese → English, Post-LN (the 2017 paper's layout)"),
+    "zh-en-pre": gettext_noop("Chinese → English, Pre-LN (same size, data and seed)"),
+    "reverse": gettext_noop("Reverse a sequence of symbols"),
 }
 
 

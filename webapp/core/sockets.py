@@ -7,6 +7,14 @@ from typing import Any, ClassVar
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from webapp.accounts.roles import Role, has_role
+from webapp.core.socket_guard import (
+    POLICY_CLOSE,
+    REVOKED_CLOSE,
+    FrameBudget,
+    account_group,
+    encodable,
+    session_group,
+)
 
 MAX_FRAME_CHARS = 64_000
 
@@ -26,8 +34,25 @@ class JsonSocket(AsyncWebsocketConsumer):
         if not allowed:
             await self.close(code=4403)
             return
+        self.budget = FrameBudget()
         await self.accept()
+        await self._watch_rights(user)
         await self.on_connect()
+
+    async def _watch_rights(self, user: Any) -> None:
+        """Join the groups that sign-out, deactivation and role changes close (see socket_guard.sockets_close)."""
+        session = self.scope.get("session")
+        groups = [account_group(user.pk)]
+        if session is not None and session.session_key:
+            groups.append(session_group(session.session_key))
+        for group in groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups.append(group)  # Channels leaves self.groups when the socket disconnects
+
+    async def rights_revoked(self, event: dict[str, Any]) -> None:
+        """The user signed out, was deactivated or changed role: this socket's rights are gone."""
+        self.closing = True
+        await self.close(code=REVOKED_CLOSE)
 
     async def _user_allowed(self, user: Any) -> bool:
         from channels.db import database_sync_to_async
@@ -38,6 +63,12 @@ class JsonSocket(AsyncWebsocketConsumer):
         """Hook for subclasses (join groups, send a welcome frame)."""
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if getattr(self, "closing", False):  # frames that were queued before this socket closed
+            return
+        if not self.budget.spend(len(text_data if text_data is not None else bytes_data or b"")):
+            self.closing = True  # faster than any person: the socket goes, and its queue with it
+            await self.close(code=POLICY_CLOSE)
+            return
         if text_data is None:
             await self.send_error("bad_frame", "frames must be JSON text, not binary")
             return
@@ -51,6 +82,9 @@ class JsonSocket(AsyncWebsocketConsumer):
             return
         if not isinstance(frame, dict):
             await self.send_error("bad_frame", "a frame must be a JSON object with a 'type'")
+            return
+        if not encodable(frame):
+            await self.send_error("bad_text", "the frame holds text that is not valid Unicode (a lone surrogate)")
             return
         kind = frame.get("type")
         if not isinstance(kind, str) or kind not in self.frame_types:
@@ -108,7 +142,7 @@ class GroupSocket(JsonSocket):
         from channels.db import database_sync_to_async
 
         role = self.action_roles.get(action)
-        if role is None or await database_sync_to_async(has_role)(self.scope["user"], role):
+        if role is None or await database_sync_to_async(_holds_now)(self.scope["user"], role):
             return True
         await self.send_error("forbidden", refusal)
         return False
@@ -116,3 +150,11 @@ class GroupSocket(JsonSocket):
     async def group_frame(self, event: dict[str, Any]) -> None:
         """A frame for everyone in the group."""
         await self.send_json(event["frame"])
+
+
+def _holds_now(user: Any, role: Role) -> bool:
+    """The user's role as the database has it now, not as it was when the socket opened."""
+    from django.contrib.auth import get_user_model
+
+    fresh = get_user_model().objects.filter(pk=user.pk, is_active=True).first()
+    return fresh is not None and has_role(fresh, role)

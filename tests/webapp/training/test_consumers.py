@@ -85,3 +85,18 @@ async def test_an_admin_cancels_a_queued_job_over_the_socket(admin):
     await database_sync_to_async(job.refresh_from_db)()
     assert job.status == Status.CANCELLED
     await ws.disconnect()
+
+
+async def test_an_admin_demoted_while_watching_can_no_longer_cancel(admin):
+    job = await make_job(admin)
+    ws = await socket_for(f"/ws/training/{job.pk}/", admin)
+    await ws.connect()
+    await ws.receive_json_from()
+    admin.is_staff = admin.is_superuser = False
+    await database_sync_to_async(admin.save)()
+    await ws.send_json_to({"type": "cancel"})
+    reply = await ws.receive_json_from(timeout=10)
+    assert reply["type"] == "error" and reply["code"] == "forbidden"
+    await database_sync_to_async(job.refresh_from_db)()
+    assert job.status == Status.QUEUED
+    await ws.disconnect()

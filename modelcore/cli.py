@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import torch
 
 from modelcore.checkpoint import CheckpointError, load_model
-from modelcore.config import NORM_POSITIONS, NORMS, PRESETS, ModelConfig
+from modelcore.config import CHOICES, PRESETS, ModelConfig, model_overrides
 from modelcore.device import DEVICE_CHOICES
 from modelcore.tasks import TASK_NAMES, CorpusError, Task, get_task, load_tsv_corpus
 from modelcore.training.schedule import SCHEDULES
@@ -66,8 +66,8 @@ def _add_switches(p: argparse.ArgumentParser, *, layers_default: int | None) -> 
     p.add_argument("--d-model", type=_positive_int)
     p.add_argument("--heads", type=_positive_int)
     p.add_argument("--d-ff", type=_positive_int)
-    p.add_argument("--norm-position", choices=NORM_POSITIONS)
-    p.add_argument("--norm", choices=NORMS)
+    p.add_argument("--norm-position", choices=CHOICES["norm_position"])
+    p.add_argument("--norm", choices=CHOICES["norm"])
     p.add_argument("--no-residual", action="store_true", help="the residual ablation: x = LN(F(x))")
 
 
@@ -141,17 +141,12 @@ def _load_task(args: argparse.Namespace, saved: dict[str, Any] | None = None) ->
 
 
 def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    fields = {
-        "n_encoder_layers": args.layers, "n_decoder_layers": args.layers, "d_model": args.d_model,
-        "n_heads": args.heads, "d_ff": args.d_ff, "norm_position": args.norm_position, "norm": args.norm,
-        "dropout": getattr(args, "dropout", None),
-    }
-    overrides = {k: v for k, v in fields.items() if v is not None}
-    if args.no_residual:
-        overrides["residual"] = False
-    if getattr(args, "tie_embeddings", False):
-        overrides["tie_embeddings"] = True
-    return overrides
+    """The ModelConfig fields the switches set (a switch left out keeps the preset's)."""
+    return model_overrides(
+        layers=args.layers, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
+        norm_position=args.norm_position, norm=args.norm, dropout=getattr(args, "dropout", None),
+        residual=False if args.no_residual else None, tie_embeddings=getattr(args, "tie_embeddings", False) or None,
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -165,7 +160,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         label_smoothing=args.label_smoothing, clip_grad_norm=args.clip_grad_norm, eval_every=args.eval_every,
         checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device,
     )
-    ModelConfig.from_preset(config.preset, src_vocab_size=1, tgt_vocab_size=1, **config.model)  # fail early
 
     def progress(info: StepInfo) -> None:
         if info.eval is not None or info.step % 100 == 0 or info.step == info.steps:

@@ -8,6 +8,17 @@ from typing import Any
 
 NORM_POSITIONS = ("post", "pre")
 NORMS = ("layernorm", "rmsnorm")
+CHOICES: dict[str, tuple[str, ...]] = {"norm_position": NORM_POSITIONS, "norm": NORMS}
+# The knobs the lesson turns (forms, the CLI, probe runs): ModelConfig fields, with `layers` for both stacks.
+KNOBS = ("layers", "d_model", "n_heads", "d_ff", "norm_position", "norm", "residual", "dropout")
+
+
+class ConfigError(ValueError):
+    """A field out of bounds: `field` names it and `code` says how, so a form can word it in its own language."""
+
+    def __init__(self, message: str, *, field: str, code: str) -> None:
+        super().__init__(message)
+        self.field, self.code = field, code
 
 
 @dataclass(frozen=True)
@@ -33,20 +44,21 @@ class ModelConfig:
     tie_embeddings: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
-            _require_int(name, getattr(self, name), minimum=1)
-        for name in ("n_encoder_layers", "n_decoder_layers"):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len",
+                     "n_encoder_layers", "n_decoder_layers"):
             _require_int(name, getattr(self, name), minimum=1)
         if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+            raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})",
+                              field="n_heads", code="heads")
         if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if self.norm_position not in NORM_POSITIONS:
-            raise ValueError(f"norm_position must be one of {', '.join(NORM_POSITIONS)}, got {self.norm_position!r}")
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {self.norm!r}")
-        if not isinstance(self.residual, bool) or not isinstance(self.tie_embeddings, bool):
-            raise ValueError("residual and tie_embeddings must be true or false")
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}", field="dropout", code="range")
+        for name, choices in CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}",
+                                  field=name, code="choice")
+        for name in ("residual", "tie_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError("residual and tie_embeddings must be true or false", field=name, code="bool")
 
     @property
     def d_k(self) -> int:
@@ -78,10 +90,26 @@ class ModelConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def check(cls, preset: str = "tiny", **overrides: Any) -> None:
+        """Raise ConfigError (a ValueError) when a preset with these overrides is no valid model."""
+        cls.from_preset(preset, src_vocab_size=1, tgt_vocab_size=1, **overrides)
+
+
+def model_overrides(*, layers: int | None = None, **fields: Any) -> dict[str, Any]:
+    """ModelConfig fields from the lesson's knobs (KNOBS): `layers` sets both stacks; None leaves a field out."""
+    unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(ModelConfig)})
+    if unknown:
+        raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+    overrides = {name: value for name, value in fields.items() if value is not None}
+    if layers is not None:
+        overrides.update(n_encoder_layers=layers, n_decoder_layers=layers)
+    return overrides
+
 
 def _require_int(name: str, value: object, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}", field=name, code="integer")
 
 
 PRESETS: dict[str, dict[str, Any]] = {

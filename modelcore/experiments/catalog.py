@@ -18,11 +18,11 @@ from modelcore.experiments.activations import (
 )
 from modelcore.experiments.compare import SWITCHES, arms_of, compare_runs
 from modelcore.experiments.gradients import gradient_norms_at_init
-from modelcore.experiments.runs import RunConfig, build_probe, probe_task, train_probe
+from modelcore.experiments.runs import PROBE_KNOBS, RunConfig, build_probe, probe_task, train_probe
 from modelcore.model import EncoderDecoder
 
 KINDS = ("gradflow", "compare", "drift", "norms")
-MODEL_FIELDS = ("layers", "d_model", "n_heads", "d_ff", "norm_position", "norm", "residual", "seed")
+MODEL_FIELDS = (*PROBE_KNOBS, "seed")  # what a measurement at initialisation depends on
 INIT_VOCAB = 1000  # random-token vocabulary of the measurements at initialisation
 MAX_SEEDS = 10
 MAX_SENTENCE_CHARS = 200

@@ -11,17 +11,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
-from modelcore.config import NORM_POSITIONS, NORMS, ModelConfig
+from modelcore.config import KNOBS, PRESETS, ModelConfig, model_overrides
 from modelcore.experiments.gradients import layer_grad_norms
 from modelcore.model import EncoderDecoder
 from modelcore.tasks import Task, get_task
-from modelcore.tokenization import PAD_ID, Tokenizer
+from modelcore.tokenization import Tokenizer
 from modelcore.training.batching import BatchStream, encode_pairs
 from modelcore.training.evaluate import evaluate
+from modelcore.training.step import train_step
 
 PROBE_TASKS = ("reverse", "copy", "sort", "add", "zh-en")
+PROBE_KNOBS = tuple(name for name in KNOBS if name != "dropout")  # a probe keeps dropout at 0
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,11 @@ class RunConfig:
 
     task: str = "reverse"
     n_train: int = 4000  # a few thousand pairs: enough that a few hundred steps rarely repeat a batch
-    layers: int = 6  # encoder and decoder alike
-    d_model: int = 64
-    n_heads: int = 4
-    d_ff: int = 256
+    # The model's knobs (PROBE_KNOBS), checked by ModelConfig's own rules.
+    layers: int = 6  # encoder and decoder alike: deep enough that Post-LN's trouble shows
+    d_model: int = PRESETS["tiny"]["d_model"]
+    n_heads: int = PRESETS["tiny"]["n_heads"]
+    d_ff: int = PRESETS["tiny"]["d_ff"]
     norm_position: str = "post"
     norm: str = "layernorm"
     residual: bool = True
@@ -53,10 +55,7 @@ class RunConfig:
         object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list back
         if self.task not in PROBE_TASKS:
             raise ValueError(f"unknown task {self.task!r} (choose from: {', '.join(PROBE_TASKS)})")
-        if self.norm_position not in NORM_POSITIONS or self.norm not in NORMS:
-            raise ValueError(f"norm_position must be one of {NORM_POSITIONS} and norm one of {NORMS}")
-        for name in ("n_train", "layers", "d_model", "n_heads", "d_ff", "steps", "batch_size", "eval_size",
-                     "record_every", "eval_every"):
+        for name in ("n_train", "steps", "batch_size", "eval_size", "record_every", "eval_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -64,8 +63,7 @@ class RunConfig:
             raise ValueError("warmup_steps and seed must not be negative")
         if not (self.lr > 0 and math.isfinite(self.lr)) or not self.blowup_factor > 1:
             raise ValueError("lr must be a positive number and blowup_factor more than 1")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        self.model_config(1, 1)  # the model's knobs, checked by the model's own rules
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "betas": list(self.betas)}
@@ -82,11 +80,11 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     def model_config(self, src_vocab_size: int, tgt_vocab_size: int) -> ModelConfig:
+        knobs = {name: getattr(self, name) for name in PROBE_KNOBS}
         return ModelConfig(
-            src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, d_model=self.d_model,
-            n_heads=self.n_heads, d_ff=self.d_ff, n_encoder_layers=self.layers, n_decoder_layers=self.layers,
+            src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
             dropout=0.0,  # a probe compares switches; dropout noise would only blur the curves
-            norm_position=self.norm_position, norm=self.norm, residual=self.residual,
+            **model_overrides(**knobs),
         )
 
     def rate(self, step: int) -> float:
@@ -147,20 +145,13 @@ def train_probe(
     model.train()
     for step in range(1, config.steps + 1):
         lr = config.rate(step)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batch = stream.next()
-        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = F.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD_ID)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        value = loss.item()
-        reason = _divergence(value, blowup)
-        if reason:
-            record.update(status="diverged", diverged_at=step, reason=reason)
+        # A diverged step is not applied: every kept loss and gradient norm is a real number.
+        outcome = train_step(model, optimizer, stream.next(), lr=lr, update_if=lambda loss: not _divergence(loss, blowup))
+        value = outcome.loss
+        if not outcome.updated:
+            record.update(status="diverged", diverged_at=step, reason=_divergence(value, blowup))
             break
-        _keep_step(record, step, value, lr, model, config)
-        optimizer.step()
+        _keep_step(record, step, value, lr, model, config)  # the gradients of this step are still in place
         evaluation = None
         if step % config.eval_every == 0 or step == config.steps:
             evaluation = _evaluate(probe, step)

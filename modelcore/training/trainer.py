@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
@@ -12,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from modelcore.checkpoint import (
     CheckpointError,
@@ -26,10 +24,11 @@ from modelcore.config import PRESETS, ModelConfig
 from modelcore.device import resolve_device
 from modelcore.model import EncoderDecoder
 from modelcore.tasks import Task
-from modelcore.tokenization import PAD_ID, Tokenizer
-from modelcore.training.batching import Batch, BatchStream, encode_pairs
+from modelcore.tokenization import Tokenizer
+from modelcore.training.batching import BatchStream, encode_pairs
 from modelcore.training.evaluate import evaluate
 from modelcore.training.schedule import SCHEDULES, learning_rate
+from modelcore.training.step import train_step
 
 
 @dataclass
@@ -74,6 +73,7 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a positive number, got {getattr(self, name)}")
         if not 0 <= self.label_smoothing < 1 or not self.clip_grad_norm >= 0:
             raise ValueError("label_smoothing must be in [0, 1) and clip_grad_norm >= 0")
+        ModelConfig.check(self.preset, **self.model)  # a bad size fails here, not after the data is built
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -107,17 +107,6 @@ class TrainResult:
 def _model_config(config: TrainConfig, src: Tokenizer, tgt: Tokenizer) -> ModelConfig:
     return ModelConfig.from_preset(
         config.preset, src_vocab_size=src.vocab_size, tgt_vocab_size=tgt.vocab_size, **config.model
-    )
-
-
-def _loss(model: EncoderDecoder, batch: Batch, label_smoothing: float, device: torch.device) -> torch.Tensor:
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
-    )
-    with autocast:
-        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-    return F.cross_entropy(
-        logits.float().transpose(1, 2), batch.tgt_out, ignore_index=PAD_ID, label_smoothing=label_smoothing
     )
 
 
@@ -173,15 +162,10 @@ def train(
             step, schedule=config.schedule, d_model=model.config.d_model, warmup_steps=config.warmup_steps,
             lr=config.lr, lr_factor=config.lr_factor,
         )
-        for group in optimizer.param_groups:
-            group["lr"] = lr
         batch = stream.next().to(device)
-        loss = _loss(model, batch, config.label_smoothing, device)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_grad_norm or math.inf)
-        optimizer.step()
-        loss_value, elapsed = loss.item(), time.perf_counter() - tick
+        outcome = train_step(model, optimizer, batch, lr=lr, label_smoothing=config.label_smoothing,
+                             clip_grad_norm=config.clip_grad_norm)
+        loss_value, elapsed = outcome.loss, time.perf_counter() - tick
         state.update(step=step, train_seconds=seconds_before + time.perf_counter() - started)
         if step % config.log_every == 0 or step == 1:
             state["history"].append({"step": step, "loss": round(loss_value, 5), "lr": lr})
@@ -190,7 +174,7 @@ def train(
             result = {"step": step, **evaluate(model, valid_sample, src_tok, tgt_tok)}
             state["evals"].append(result)
         if on_step is not None:
-            on_step(StepInfo(step, config.steps, loss_value, lr, float(grad_norm), batch.n_tokens / elapsed,
+            on_step(StepInfo(step, config.steps, loss_value, lr, float(outcome.grad_norm or 0.0), batch.n_tokens / elapsed,
                              state["train_seconds"], stream.epoch, result))
         if should_stop is not None and should_stop():
             stopped = True

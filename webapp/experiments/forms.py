@@ -8,7 +8,9 @@ from django import forms
 from django.core.validators import MaxValueValidator
 from django.utils.translation import gettext_lazy as _
 
-from modelcore.experiments.runs import PROBE_TASKS
+from modelcore.config import model_overrides
+from modelcore.experiments.runs import PROBE_KNOBS, PROBE_TASKS
+from webapp.core.model_forms import check_model, model_choice_field
 
 N_HEADS = 4  # fixed: the form asks for d_model only, d_ff is 4 * d_model as in the paper
 
@@ -48,8 +50,9 @@ class LaunchForm(forms.Form):
     batch_size = forms.IntegerField(label=_("Batch size"), min_value=1, initial=32)
     lr = forms.FloatField(label=_("Learning rate (peak)"), min_value=1e-5, max_value=0.1, initial=3e-3)
     warmup_steps = forms.IntegerField(label=_("Warmup steps (0: none)"), min_value=0, initial=0)
-    norm_position = forms.ChoiceField(label=_("Norm position"), choices=[("post", "Post-LN"), ("pre", "Pre-LN")])
-    norm = forms.ChoiceField(label=_("Norm"), choices=[("layernorm", "LayerNorm"), ("rmsnorm", "RMSNorm")])
+    norm_position = model_choice_field("norm_position", label=_("Norm position"),
+                                       labels={"post": "Post-LN", "pre": "Pre-LN"})
+    norm = model_choice_field("norm", label=_("Norm"), labels={"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"})
     residual = forms.BooleanField(label=_("Residual connections"), required=False, initial=True)
     seeds = forms.IntegerField(label=_("Seeds to average (gradient norms)"), min_value=1, initial=3)
     seed = forms.IntegerField(label=_("Seed"), min_value=0, max_value=1_000_000, initial=0)
@@ -65,9 +68,9 @@ class LaunchForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        d_model = data.get("d_model")
-        if d_model is not None and d_model % N_HEADS:
-            self.add_error("d_model", _("d_model must be a multiple of %(n)d (the number of heads).") % {"n": N_HEADS})
+        if not any(name in self.errors for name in PROBE_KNOBS):
+            words = {"heads": _("d_model must be a multiple of %(n)d (the number of heads).") % {"n": N_HEADS}}
+            check_model(self, model_overrides(**self._knobs()), words=words, place={"n_heads": "d_model"})
         steps, warmup = data.get("steps"), data.get("warmup_steps")
         if steps is not None and warmup is not None and warmup > steps:
             self.add_error("warmup_steps", _("Warmup cannot be longer than the run."))
@@ -76,12 +79,15 @@ class LaunchForm(forms.Form):
     def experiment_request(self) -> tuple[str, dict[str, Any]]:
         """(kind, params) for a valid form."""
         data = self.cleaned_data
-        model = {"layers": data["layers"], "d_model": data["d_model"], "n_heads": N_HEADS, "d_ff": 4 * data["d_model"],
-                 "norm_position": data["norm_position"], "norm": data["norm"], "residual": data["residual"],
-                 "seed": data["seed"]}
+        model = {**self._knobs(), "seed": data["seed"]}
         if data["experiment"] == "gradflow":
             return "gradflow", {**model, "seeds": data["seeds"]}
         run = {"task": data["task"], "steps": data["steps"], "batch_size": data["batch_size"], "lr": data["lr"],
                "warmup_steps": data["warmup_steps"], "switch": data["switch"]}
         return "compare", {**model, **run}
 
+    def _knobs(self) -> dict[str, Any]:
+        """The model's knobs as RunConfig names them; heads and FFN width are fixed by d_model."""
+        data = self.cleaned_data
+        fixed = {"n_heads": N_HEADS, "d_ff": 4 * data["d_model"]}
+        return {name: fixed[name] if name in fixed else data[name] for name in PROBE_KNOBS}

@@ -8,8 +8,10 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext_lazy as _
 
+from modelcore.config import KNOBS, model_overrides
 from modelcore.tasks import TASK_NAMES
 from modelcore.training.schedule import SCHEDULES
+from webapp.core.model_forms import check_model, model_choice_field
 from webapp.training.models import Dataset
 from webapp.training.spec import train_config_dict
 
@@ -29,12 +31,12 @@ class JobForm(forms.Form):
     d_model = _int(_("d_model"), 64, 8, 1024, _("Width of every layer; a multiple of the number of heads."))
     n_heads = _int(_("Heads"), 4, 1, 16)
     d_ff = _int(_("d_ff"), 256, 8, 8192, _("Width of the feed-forward sublayer (the paper: 4 × d_model)."))
-    norm_position = forms.ChoiceField(label=_("Norm position"), initial="pre", choices=[
-        ("post", _("Post-LN: x = LN(x + F(x)), the 2017 paper")),
-        ("pre", _("Pre-LN: x = x + F(LN(x)), one final norm per stack")),
-    ])
-    norm = forms.ChoiceField(label=_("Norm type"), initial="layernorm",
-                             choices=[("layernorm", "LayerNorm"), ("rmsnorm", "RMSNorm")])
+    norm_position = model_choice_field("norm_position", label=_("Norm position"), initial="pre", labels={
+        "post": _("Post-LN: x = LN(x + F(x)), the 2017 paper"),
+        "pre": _("Pre-LN: x = x + F(LN(x)), one final norm per stack"),
+    })
+    norm = model_choice_field("norm", label=_("Norm type"), initial="layernorm",
+                              labels={"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"})
     residual = forms.BooleanField(label=_("Residual connections"), initial=True, required=False,
                                   help_text=_("Off only to see what the model loses without them."))
     dropout = forms.FloatField(label=_("Dropout"), initial=0.1, min_value=0.0, max_value=0.5)
@@ -51,7 +53,7 @@ class JobForm(forms.Form):
                             _("A killed worker loses at most this many steps."))
     eval_every = _int(_("Validate every (steps, 0: only at the end)"), 500, 0, 100_000)
 
-    ARCHITECTURE = ("layers", "d_model", "n_heads", "d_ff", "norm_position", "norm", "residual", "dropout")
+    ARCHITECTURE = KNOBS
     OPTIMISATION = ("steps", "batch_size", "schedule", "warmup_steps", "lr_factor", "lr", "seed", "checkpoint_every",
                     "eval_every")
 
@@ -68,23 +70,19 @@ class JobForm(forms.Form):
             self.add_error("dataset", _("Choose a task or a corpus, not both."))
         elif not task and not dataset and "dataset" not in self.errors:
             self.add_error("task", _("Choose a task or an uploaded corpus."))
-        d_model, n_heads = data.get("d_model"), data.get("n_heads")
-        if d_model and n_heads and d_model % n_heads:
-            self.add_error("n_heads", _("d_model (%(d)s) must be a multiple of the number of heads.") % {"d": d_model})
+        if not any(name in self.errors for name in KNOBS):
+            words = {"heads": _("d_model (%(d)s) must be a multiple of the number of heads.") % {"d": data["d_model"]}}
+            check_model(self, self._model(), words=words)
         if data.get("schedule") not in SCHEDULES:
             self.add_error("schedule", _("Unknown schedule."))
         return data
 
     def train_config(self) -> dict[str, Any]:
         """The TrainConfig fields of the job this form describes (call after is_valid)."""
-        data = self.cleaned_data
-        return train_config_dict(
-            layers=data["layers"], d_model=data["d_model"], n_heads=data["n_heads"], d_ff=data["d_ff"],
-            norm_position=data["norm_position"], norm=data["norm"], residual=data["residual"],
-            dropout=data["dropout"], steps=data["steps"], batch_size=data["batch_size"], schedule=data["schedule"],
-            warmup_steps=data["warmup_steps"], lr=data["lr"], lr_factor=data["lr_factor"], seed=data["seed"],
-            checkpoint_every=data["checkpoint_every"], eval_every=data["eval_every"],
-        )
+        return train_config_dict(model=self._model(), **{name: self.cleaned_data[name] for name in self.OPTIMISATION})
+
+    def _model(self) -> dict[str, Any]:
+        return model_overrides(**{name: self.cleaned_data[name] for name in KNOBS})
 
 
 class DatasetForm(forms.Form):

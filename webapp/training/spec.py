@@ -18,20 +18,12 @@ class JobDataError(ValueError):
     """The job's data cannot be built: an unknown task, a corpus that vanished or changed."""
 
 
-def train_config_dict(
-    *, layers: int, d_model: int, n_heads: int, d_ff: int, norm_position: str, norm: str, residual: bool,
-    dropout: float, steps: int, batch_size: int, schedule: str, warmup_steps: int, lr: float, lr_factor: float,
-    seed: int, checkpoint_every: int, eval_every: int,
-) -> dict[str, Any]:
-    """The TrainConfig fields of a job (device left out: the worker's MODELCORE_DEVICE decides)."""
-    model = {
-        "d_model": d_model, "n_heads": n_heads, "d_ff": d_ff, "n_encoder_layers": layers, "n_decoder_layers": layers,
-        "norm_position": norm_position, "norm": norm, "residual": residual, "dropout": dropout,
-    }
+def train_config_dict(*, model: dict[str, Any], **train: Any) -> dict[str, Any]:
+    """A job's TrainConfig fields, checked by modelcore: `model` overrides the tiny preset, `train` the rest."""
+    # The device is left out: the worker's MODELCORE_DEVICE decides.
     config = TrainConfig(
-        preset="tiny", model=model, steps=steps, batch_size=batch_size, schedule=schedule, warmup_steps=warmup_steps,
-        lr=lr, lr_factor=lr_factor, seed=seed, checkpoint_every=checkpoint_every, eval_every=eval_every,
-        log_every=max(1, steps // 500),  # at most ~500 loss points in metrics.json
+        preset="tiny", model=model, **train,
+        log_every=max(1, train["steps"] // 500),  # at most ~500 loss points in metrics.json
     ).to_dict()
     config.pop("device")
     return config

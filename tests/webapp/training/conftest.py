@@ -12,6 +12,7 @@ TINY_TASK_OPTIONS = {"n_train": 2000, "n_valid": 40, "n_test": 40}
 
 def tiny_config(**overrides: Any) -> dict[str, Any]:
     """A job configuration for a 2+2-layer, d_model 32 model: 60 steps with a checkpoint every 10."""
+    from modelcore.config import KNOBS, model_overrides
     from webapp.training.spec import train_config_dict
 
     fields: dict[str, Any] = dict(
@@ -20,7 +21,8 @@ def tiny_config(**overrides: Any) -> dict[str, Any]:
         checkpoint_every=10, eval_every=0,
     )
     fields.update(overrides)
-    return train_config_dict(**fields)
+    model = model_overrides(**{name: fields.pop(name) for name in KNOBS})
+    return train_config_dict(model=model, **fields)
 
 
 @pytest.fixture

@@ -158,6 +158,32 @@ def load_model(name_or_dir: str | Path, device: str | torch.device | None = "cpu
     )
 
 
+@dataclass(frozen=True)
+class FolderSummary:
+    """What a model registry keeps of a folder, read without loading the model."""
+
+    config: dict[str, Any]
+    metrics: dict[str, Any]  # {} when the folder has no metrics.json
+    checkpoint_hash: str  # sha256 of model.safetensors
+    size_bytes: int  # every file of the folder
+
+
+def read_summary(directory: str | Path) -> FolderSummary:
+    """The config, metrics, weights' hash and size of a model folder; CheckpointError when a file is missing."""
+    directory = Path(directory)
+    weights = directory / WEIGHTS_FILE
+    for name in (WEIGHTS_FILE, CONFIG_FILE, TOKENIZER_FILE):
+        if not (directory / name).is_file():
+            raise CheckpointError(f"{name} is missing from {directory}")
+    config = _read_json(directory / CONFIG_FILE)
+    metrics = _read_json(directory / METRICS_FILE) if (directory / METRICS_FILE).is_file() else {}
+    for name, data in ((CONFIG_FILE, config), (METRICS_FILE, metrics)):
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{directory / name} must hold a JSON object")
+    size = sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+    return FolderSummary(config, metrics, file_hash(weights), size)
+
+
 def save_train_state(
     directory: Path, optimizer: torch.optim.Optimizer, state: dict[str, Any], model: torch.nn.Module | None = None
 ) -> None:
@@ -191,6 +217,14 @@ def save_train_state(
 def has_train_state(directory: str | Path) -> bool:
     """Whether a folder holds a resumable training state."""
     return (Path(directory) / STATE_JSON_FILE).is_file()
+
+
+def train_state_step(directory: str | Path) -> int | None:
+    """The step of the resumable training state in a folder; None when there is none (or it is unreadable)."""
+    try:
+        return int(_read_json(Path(directory) / STATE_JSON_FILE)["step"])
+    except (CheckpointError, KeyError, TypeError, ValueError):
+        return None
 
 
 def load_train_state(

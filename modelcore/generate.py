@@ -5,19 +5,15 @@ This is the slow path the lesson describes; modelcore.decoding adds the KV cache
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
+from modelcore.decoding.params import DecodeParams
 from modelcore.masks import make_src_mask, make_tgt_mask
 from modelcore.model import EncoderDecoder
 from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID
-
-
-def default_max_len(model: EncoderDecoder, src_len: int) -> int:
-    """Room for a target twice the source plus a margin, within the positional table."""
-    return min(2 * src_len + 10, model.config.max_len - 1)
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> Tensor:
@@ -34,7 +30,7 @@ def greedy_decode(model: EncoderDecoder, src_ids: Tensor, max_len: int | None = 
     """Most probable next token each step, for a batch of sources (B, S); ids without <bos>/<eos>."""
     src_mask = make_src_mask(src_ids)  # (B, 1, 1, S)
     memory = model.encode(src_ids, src_mask)
-    max_len = max_len or default_max_len(model, src_ids.size(1))
+    max_len = max_len or DecodeParams().resolved_max_len(src_ids.size(1), model.config.max_len)
     B = src_ids.size(0)
     tgt = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src_ids.device)  # (B, 1)
     finished = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
@@ -51,21 +47,3 @@ def greedy_decode(model: EncoderDecoder, src_ids: Tensor, max_len: int | None = 
 
 def _strip(ids: list[int]) -> list[int]:
     return ids[: ids.index(EOS_ID)] if EOS_ID in ids else [i for i in ids if i != PAD_ID]
-
-
-@torch.no_grad()
-def greedy_steps(model: EncoderDecoder, src_ids: Sequence[int], max_len: int | None = None) -> Iterator[tuple[int, float]]:
-    """One source, step by step: yields (token id, its probability) until <eos> (not yielded)."""
-    device = next(model.parameters()).device
-    src = torch.as_tensor([list(src_ids)], dtype=torch.long, device=device)  # (1, S)
-    src_mask = make_src_mask(src)
-    memory = model.encode(src, src_mask)
-    tgt = torch.full((1, 1), BOS_ID, dtype=torch.long, device=device)
-    for _ in range(max_len or default_max_len(model, src.size(1))):
-        hidden = model.decode(memory, src_mask, tgt, make_tgt_mask(tgt))
-        probs = model.generator(hidden[:, -1]).float().softmax(-1)  # (1, V)
-        prob, next_id = probs.max(-1)
-        if next_id.item() == EOS_ID:
-            return
-        yield int(next_id.item()), float(prob.item())
-        tgt = torch.cat([tgt, next_id[:, None]], dim=1)

@@ -19,6 +19,23 @@ _NO_LIMIT = 1_000_000  # "keep every symbol seen" for char and word vocabularies
 _HIDDEN_IDS = frozenset({PAD_ID, BOS_ID, EOS_ID})
 
 
+class SourceError(ValueError):
+    """A source sentence the model cannot read; `code` says why ("empty_source", "source_too_long")."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def check_source(ids: list[int], max_len: int | None = None) -> list[int]:
+    """A source's ids (ending with <eos>) as they are, or SourceError when empty or longer than max_len."""
+    if not ids:
+        raise SourceError("empty_source", "the source is empty: nothing to translate")
+    if max_len is not None and len(ids) > max_len:
+        raise SourceError("source_too_long", f"the source has {len(ids)} tokens; the model takes at most {max_len}")
+    return ids
+
+
 class Tokenizer:
     """A Hugging Face `tokenizers.Tokenizer` plus the kind that decides how tokens join back into text."""
 
@@ -56,6 +73,17 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         """Ids of `text`, without <bos>/<eos>; anything unseen in training becomes UNK_ID."""
         return self.hf.encode(text, add_special_tokens=False).ids
+
+    def source_ids(self, text: str, max_len: int | None = None, *, truncate: bool = False) -> list[int]:
+        """A source sentence as the model reads it, in training and decoding alike: its ids, then <eos>.
+
+        max_len (the model's positions) bounds the result: a longer or empty source is refused
+        (check_source), or, with truncate, cut to fit as training does with every pair of its corpus.
+        """
+        ids = self.encode(text)
+        if truncate:
+            return [*(ids[: max_len - 1] if max_len is not None else ids), EOS_ID]
+        return check_source([*ids, EOS_ID] if ids and text.strip() else [], max_len)
 
     def tokens(self, text: str) -> list[str]:
         """The token strings `encode` would give ids for."""

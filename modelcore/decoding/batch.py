@@ -30,9 +30,9 @@ from modelcore.decoding.events import (
 )
 from modelcore.decoding.params import DecodeError, DecodeParams
 from modelcore.decoding.search import BeamSearch, sample, tempered
-from modelcore.decoding.steppers import make_stepper
+from modelcore.decoding.steppers import Stepper, make_stepper
 from modelcore.model import EncoderDecoder
-from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID, SourceError, Tokenizer, check_source
 
 _vocabularies: weakref.WeakKeyDictionary[Tokenizer, list[str]] = weakref.WeakKeyDictionary()
 
@@ -88,11 +88,13 @@ class BatchDecoder:
         src_tokenizer: Tokenizer | None = None,
         tgt_tokenizer: Tokenizer | None = None,
         cache: bool = True,
+        stepper: Stepper | None = None,
     ) -> None:
         self.model = model
         self.config = model.config
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
-        self.stepper = make_stepper(model, cache=cache)
+        # The rows' decoder state; None: make_stepper's (the cached or, with cache=False, the recompute one).
+        self.stepper: Stepper = stepper if stepper is not None else make_stepper(model, cache=cache)
         self.device = next(model.parameters()).device
         self._vocab = _vocabulary(tgt_tokenizer, self.config.tgt_vocab_size)
         self._banned = torch.tensor([PAD_ID, BOS_ID], device=self.device)  # framing, never output
@@ -115,7 +117,7 @@ class BatchDecoder:
         ids = [r[0] for r in requests]
         taken = set(self.active)
         if len(set(ids)) != len(ids) or taken & set(ids):
-            raise DecodeError("request ids must be unique among active requests")
+            raise DecodeError("request ids must be unique among active requests", "bad_request")
         checked = [(rid, self._source_ids(src), params or DecodeParams()) for rid, src, params in requests]
         for _, _, params in checked:
             self._check_prefix(params)
@@ -155,23 +157,20 @@ class BatchDecoder:
                 with torch.inference_mode():
                     self.stepper.select(keep)
                 return self._done(request, "cancelled")
-        raise DecodeError(f"no active request {request_id!r}")
+        raise DecodeError(f"no active request {request_id!r}", "bad_request")
 
     def _source_ids(self, src: str | Sequence[int]) -> list[int]:
         """Ids as the model saw them in training: a text's ids then <eos>; an id list is taken as it is."""
-        if isinstance(src, str):
-            if self.src_tokenizer is None:
-                raise DecodeError("a text source needs the model's source tokenizer")
-            if not src.strip():
-                raise DecodeError("the source is empty: nothing to translate")
-            src = [*self.src_tokenizer.encode(src), EOS_ID]
-        ids = [int(i) for i in src]
-        if not ids:
-            raise DecodeError("the source is empty: nothing to translate")
+        try:
+            if isinstance(src, str):
+                if self.src_tokenizer is None:
+                    raise DecodeError("a text source needs the model's source tokenizer", "bad_source")
+                return self.src_tokenizer.source_ids(src, self.config.max_len)
+            ids = check_source([int(i) for i in src], self.config.max_len)
+        except SourceError as error:
+            raise DecodeError(str(error), error.code) from None
         if min(ids) < 0 or max(ids) >= self.config.src_vocab_size:
-            raise DecodeError(f"source ids must be in [0, {self.config.src_vocab_size})")
-        if len(ids) > self.config.max_len:
-            raise DecodeError(f"the source has {len(ids)} tokens; the model takes at most {self.config.max_len}")
+            raise DecodeError(f"source ids must be in [0, {self.config.src_vocab_size})", "bad_source")
         return ids
 
     def _check_prefix(self, params: DecodeParams) -> None:

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 STRATEGIES = ("greedy", "beam", "sample")
 
 
 class DecodeError(ValueError):
-    """A decoding request that cannot run: bad parameters, an empty source, an unknown model."""
+    """A decoding request that cannot run; `code` says why, for a caller to map onto its own words.
+
+    Codes: bad_params (the parameters), empty_source, source_too_long, bad_source (ids outside the
+    vocabulary, no tokenizer for a text), bad_request (request ids), unknown_model.
+    """
+
+    def __init__(self, message: str, code: str = "bad_params") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,7 @@ class DecodeParams:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise DecodeError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+            raise DecodeError(f"strategy must be one of {', '.join(STRATEGIES)}, got {_shown(self.strategy)}")
         if self.max_len is not None:
             _require_int("max_len", self.max_len, 1)
         _require_int("min_len", self.min_len, 0)
@@ -61,7 +69,7 @@ class DecodeParams:
         _require_int("top_alternatives", self.top_alternatives, 0)
         for name in ("early_stop", "capture_attention"):
             if not isinstance(getattr(self, name), bool):
-                raise DecodeError(f"{name} must be true or false, got {getattr(self, name)!r}")
+                raise DecodeError(f"{name} must be true or false, got {_shown(getattr(self, name))}")
         if self.forced_prefix is not None:
             prefix = tuple(self.forced_prefix)
             for token in prefix:
@@ -87,18 +95,39 @@ class DecodeParams:
         return cls(**fields)
 
     def resolved_max_len(self, src_len: int, model_max_len: int) -> int:
-        """The step limit for a source of src_len tokens, within the model's positional table."""
-        wanted = self.max_len if self.max_len is not None else 2 * src_len + 10
-        wanted = max(wanted, len(self.forced_prefix or ()), self.min_len)
-        limit = model_max_len - 1  # position 0 holds <bos>
+        """The step limit for a source of src_len tokens, within the model's positional table.
+
+        Without max_len: twice the source plus 10, cut to the table; a max_len (or a forced prefix,
+        or a min_len) the table cannot hold is an error.
+        """
+        wanted = max(self._wanted(src_len), len(self.forced_prefix or ()), self.min_len)
+        limit = positions_limit(model_max_len)
         if wanted > limit and self.max_len is not None:
             raise DecodeError(f"max_len {wanted} exceeds what the model's positions allow ({limit})")
         return min(wanted, limit)
 
+    def capped(self, src_len: int, model_max_len: int, max_tokens: int) -> DecodeParams:
+        """These parameters with max_len fixed for one source, never past the model's positions or max_tokens.
+
+        What a server does with any request: a max_len too large is cut rather than refused, and
+        min_len is cut to fit under it.
+        """
+        max_len = max(1, min(self._wanted(src_len), max_tokens, positions_limit(model_max_len)))
+        return replace(self, max_len=max_len, min_len=min(self.min_len, max_len))
+
+    def _wanted(self, src_len: int) -> int:
+        """The limit asked for: max_len, or room for a target twice the source plus a margin."""
+        return self.max_len if self.max_len is not None else 2 * src_len + 10
+
+
+def positions_limit(model_max_len: int) -> int:
+    """Target tokens a model with model_max_len positions can generate: position 0 holds <bos>."""
+    return model_max_len - 1
+
 
 def _require_int(name: str, value: object, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise DecodeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise DecodeError(f"{name} must be an integer >= {minimum}, got {_shown(value)}")
 
 
 def _require_number(name: str, value: object, low: float, high: float, open_low: bool = False) -> None:
@@ -107,4 +136,10 @@ def _require_number(name: str, value: object, low: float, high: float, open_low:
         ok = (value > low if open_low else value >= low) and value <= high
     if not ok:
         bracket = "(" if open_low else "["
-        raise DecodeError(f"{name} must be in {bracket}{low:g}, {high:g}], got {value!r}")
+        raise DecodeError(f"{name} must be in {bracket}{low:g}, {high:g}], got {_shown(value)}")
+
+
+def _shown(value: object) -> str:
+    """A refused value as a message quotes it: short, whatever a client sent."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"

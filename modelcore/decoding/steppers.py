@@ -10,18 +10,52 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from modelcore.decoding.cache import CacheInfo, KVCache
-from modelcore.decoding.native import native_step
+from modelcore.decoding.native import native_step, packed
+from modelcore.decoding.native.packed import NativeWeights
 from modelcore.decoding.weights import DecoderWeights, LayerWeights, decoder_weights
 from modelcore.masks import make_src_mask, make_tgt_mask
 from modelcore.model import EncoderDecoder
 from modelcore.model.instrument import record
 from modelcore.tokenization import PAD_ID
+
+
+class Stepper(Protocol):
+    """What BatchDecoder steps: rows of decoder state, each fed its latest token, giving next-token logits."""
+
+    capture: bool  # keep this step's attention weights in `attention`
+    attention: tuple[Tensor, Tensor] | None  # (L, B, h, T) self, (L, B, h, S) cross
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def lengths(self) -> list[int]:
+        """Positions fed so far, per row."""
+        ...
+
+    @property
+    def src_lengths(self) -> list[int]: ...
+
+    def reserve(self, rows: int, length: int) -> None: ...
+
+    def add_sources(self, srcs: list[list[int]], length: int, capture: bool = False) -> list[Tensor] | None: ...
+
+    def select(self, index: list[int]) -> None:
+        """Keep, reorder or repeat rows."""
+        ...
+
+    def info(self, rows: range | list[int]) -> CacheInfo: ...
+
+    def step(self, tokens: Tensor) -> Tensor:
+        """tokens (B,) -> logits (B, V)."""
+        ...
 
 
 @contextmanager
@@ -83,7 +117,7 @@ class CachedStepper:
         self._cross_rows: list[Tensor] = []
         # The native step (native/step.cpp) for float32 on a CPU, None: when it is built; False: never.
         use_native = native is not False and param.device.type == "cpu" and param.dtype == torch.float32
-        self._native = _native_arguments(self.w) if use_native else None
+        self._native = _native_weights(self.w) if use_native else None
         if native and self._native is None:
             raise RuntimeError("the native decoder step is not available here (see modelcore/decoding/native)")
 
@@ -132,7 +166,7 @@ class CachedStepper:
         """tokens (B,) at each row's next position -> logits (B, V)."""
         w, cache = self.w, self.cache
         if self._native is not None:
-            return self._native_step(tokens)
+            return self._native_step(self._native, tokens)
         x = torch.embedding(w.embedding, tokens)  # (B, d_model)
         t = cache.uniform_length
         x = x + (w.positions[t] if t is not None else w.positions.index_select(0, cache.positions()))
@@ -154,16 +188,10 @@ class CachedStepper:
             self.attention = (torch.stack(self._self_rows), torch.stack(self._cross_rows))
         return torch.addmm(w.b_out, x, w.w_out)  # (B, V)
 
-    def _native_step(self, tokens: Tensor) -> Tensor:
+    def _native_step(self, native: NativeWeights, tokens: Tensor) -> Tensor:
         """The same step in one native call, attention weights kept when capturing."""
-        module, weights, norm_weights, norm_biases, norm_eps, rms, w_out = self._native
-        w, cache = self.w, self.cache
-        logits, *attention = module.decoder_step(
-            tokens.contiguous(), cache.lengths, w.embedding, w.positions, weights, norm_weights, norm_biases, norm_eps, rms,
-            cache.self_k, cache.self_v, cache.cross_k, cache.cross_v, cache.src_lengths, w_out, w.b_out,
-            w.n_heads, w.post, w.residual, self.capture,
-        )
-        cache.advance()
+        logits, *attention = packed.step(native, self.w, self.cache, tokens, self.capture)
+        self.cache.advance()
         if self.capture:
             self.attention = (attention[0], attention[1])  # (L, B, h, T), (L, B, h, S)
         return logits
@@ -208,31 +236,16 @@ class CachedStepper:
         return torch.bmm(weights, v.reshape(B * h, T, d_k)).view(B, h, 1, d_k)
 
 
-def _native_arguments(w: DecoderWeights) -> tuple | None:
-    """The compiled step and the weights as it takes them (flat lists, matrices packed), or None when it is not built.
+def _native_weights(w: DecoderWeights) -> NativeWeights | None:
+    """The weights packed for the compiled step, or None when it is not built.
 
-    Packing copies every matrix once (12 MB for the benchmark's decoder, a few ms): it is kept
-    with the weights, so that every stepper of the same model shares it.
+    Packed once and kept with the weights, so that every stepper of the same model shares them.
     """
     module = native_step()
     if module is None:
         return None
-    if w.native is not None:
-        return w.native
-    pack = module.pack_weight
-    weights: list[Tensor] = []
-    norms = []
-    for lw in w.layers:
-        weights += [pack(lw.w_qkv), lw.b_qkv, pack(lw.w_self_out), lw.b_self_out, pack(lw.w_cross_q), lw.b_cross_q,
-                    pack(lw.w_cross_out), lw.b_cross_out, pack(lw.w_ff1), lw.b_ff1, pack(lw.w_ff2), lw.b_ff2]
-        norms += [lw.norm1, lw.norm2, lw.norm3]
-    if w.final_norm is not None:
-        norms.append(w.final_norm)
-    empty = torch.empty(0)
-    w.native = (
-        module, weights, [n.weight.contiguous() for n in norms], [n.bias if n.bias is not None else empty for n in norms],
-        [float(n.eps) for n in norms], int(norms[0].rms), pack(w.w_out),
-    )
+    if w.native is None:
+        w.native = packed.pack(module, w)
     return w.native
 
 
@@ -246,10 +259,7 @@ class RecomputeStepper:
         self.memory: Tensor | None = None  # (B, S, d_model)
         self.src_lengths: list[int] = []
         self.prefixes: list[list[int]] = []  # tokens fed so far, per row (starting with <bos>)
-        config = model.config
-        element = next(model.parameters()).element_size()
-        self._entry_bytes = 2 * config.n_heads * config.d_k * element
-        self._layers = config.n_decoder_layers
+        self._layers = model.config.n_decoder_layers
 
     @property
     def rows(self) -> int:
@@ -317,9 +327,6 @@ class RecomputeStepper:
 def _pad_positions(x: Tensor, S: int) -> Tensor:
     """Zero-pad (n, S_x, d) along positions to S."""
     return x if x.size(1) == S else F.pad(x, (0, 0, 0, S - x.size(1)))
-
-
-Stepper = CachedStepper | RecomputeStepper
 
 
 def make_stepper(model: EncoderDecoder, cache: bool = True, capture: bool = False) -> Stepper:

@@ -27,13 +27,13 @@ def open_decoder(
         try:
             model = load_model(model)
         except CheckpointError as error:
-            raise DecodeError(f"unknown model: {error}") from None
+            raise DecodeError(f"unknown model: {error}", "unknown_model") from None
     if isinstance(model, LoadedModel):
         src_tokenizer = src_tokenizer or model.src_tokenizer
         tgt_tokenizer = tgt_tokenizer or model.tgt_tokenizer
         model = model.model
     if not isinstance(model, EncoderDecoder):
-        raise DecodeError(f"unknown model: expected an EncoderDecoder, a model folder or a name, got {model!r}")
+        raise DecodeError(f"unknown model: expected an EncoderDecoder, a model folder or a name, got {model!r}", "unknown_model")
     return BatchDecoder(model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer, cache=cache)
 
 

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from modelcore.decoding.native.packed import NativeWeights
 from modelcore.model import EncoderDecoder, RMSNorm
 
 
@@ -56,7 +57,7 @@ class DecoderWeights:
     d_k: int
     post: bool
     residual: bool
-    native: tuple | None = field(default=None, repr=False)  # the native step's arguments, packed once (steppers.py)
+    native: NativeWeights | None = field(default=None, repr=False)  # packed once for the native step (native/packed.py)
 
 
 _built: weakref.WeakKeyDictionary[EncoderDecoder, tuple[tuple[int, ...], DecoderWeights]] = (

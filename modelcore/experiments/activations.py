@@ -12,7 +12,7 @@ from torch import Tensor
 from modelcore.masks import make_src_mask, make_tgt_mask
 from modelcore.model import EncoderDecoder
 from modelcore.model.instrument import record
-from modelcore.tokenization import BOS_ID, EOS_ID, Tokenizer
+from modelcore.tokenization import BOS_ID, EOS, Tokenizer
 
 SAMPLE_SOURCE = "三个聪明的女孩喝五瓶水。"  # a sentence of the zh-en task's grammar
 SAMPLE_TARGET = "three clever girls drink five bottles of water ."
@@ -20,10 +20,7 @@ SAMPLE_TARGET = "three clever girls drink five bottles of water ."
 
 def encode_sentence(tokenizer: Tokenizer, text: str) -> tuple[Tensor, list[str]]:
     """(1, S) ids ending with <eos>, and the token strings a chart labels its positions with."""
-    ids = tokenizer.encode(text)
-    if not ids:
-        raise ValueError("the sentence has no tokens")
-    return torch.tensor([[*ids, EOS_ID]]), [*tokenizer.tokens(text), "<eos>"]
+    return torch.tensor([tokenizer.source_ids(text)]), [*tokenizer.tokens(text), EOS]
 
 
 def _rounded(values: Tensor) -> list[float]:

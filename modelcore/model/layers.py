@@ -1,4 +1,17 @@
-"""One encoder layer and one decoder layer, Post-LN and Pre-LN side by side."""
+"""One encoder layer and one decoder layer, Post-LN and Pre-LN side by side.
+
+The decoder layer is written three times; a change to one must be made in all three:
+- here, the modules: `DecoderLayer`, what training and the full recompute run
+  (tests/modelcore/model/test_layers.py checks it against torch.nn.TransformerDecoderLayer);
+- the Python KV-cache step, `CachedStepper.step` in modelcore/decoding/steppers.py, over the
+  weights modelcore/decoding/weights.py rearranges (tests/modelcore/decoding/test_generate.py:
+  the same tokens and logits within 1e-5 as the full recompute, for every strategy, layout,
+  norm and the residual ablation);
+- the native step, `decoder_step` in modelcore/decoding/native/step.cpp (test_generate.py runs
+  the same comparisons with the native step, and against the Python step on padded batches
+  with beams, sampling and captured attention; test_batch.py with a request joining late).
+docs/decoding.md ("Copies of the decoder layer") says the same.
+"""
 
 from __future__ import annotations
 

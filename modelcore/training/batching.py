@@ -42,7 +42,7 @@ def encode_pairs(
     """Tokenise each pair, cutting what does not fit the model's positional table."""
     examples = []
     for source, target in pairs:
-        src = src_tokenizer.encode(source)[: max_len - 1] + [EOS_ID]
+        src = src_tokenizer.source_ids(source, max_len, truncate=True)
         tgt = tgt_tokenizer.encode(target)[: max_len - 1]
         examples.append(Example(tuple(src), tuple(tgt)))
     return examples

@@ -19,3 +19,16 @@ print(" ".join(loaded))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert "torch" in out and "modelcore" in out
     assert not {"django", "channels", "celery", "plotly"} & set(out)
+
+
+def test_decode_params_load_no_torch_and_the_package_names_still_import() -> None:
+    code = """
+import sys
+from modelcore.decoding.params import DecodeParams
+print("torch" in sys.modules)
+from modelcore import EncoderDecoder, ModelConfig
+from modelcore.decoding import BatchDecoder, DecodeParams as Again
+print("torch" in sys.modules, Again is DecodeParams, EncoderDecoder.__name__, BatchDecoder.__module__)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "True", "EncoderDecoder", "modelcore.decoding.batch"]

@@ -30,8 +30,8 @@ class QuotaExceeded(Exception):
 
 
 def daily_quota() -> int:
-    """New runs a non-admin may start in 24 hours (settings.EXPERIMENTS_DAILY_QUOTA, default 3)."""
-    return int(getattr(settings, "EXPERIMENTS_DAILY_QUOTA", 3))
+    """New runs a non-admin may start in 24 hours."""
+    return settings.EXPERIMENTS_DAILY_QUOTA
 
 
 def params_key(kind: str, params: dict[str, Any]) -> str:

@@ -1,20 +1,30 @@
 """The `/ws/decode/` frames a client may send, checked before anything reaches a worker (docs/protocol.md).
 
-Pure Python on purpose: the web process validates requests without importing torch. The
-worker builds modelcore's DecodeParams from the result and checks it once more.
+This module holds only the frame's shape and the playground's caps; the search parameters are
+checked by the engine's own DecodeParams (modelcore.decoding.params, which loads no torch), whose
+refusal becomes `bad_params` with its message.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-STRATEGIES = ("greedy", "beam", "sample")
+from modelcore.decoding.params import DecodeError, DecodeParams
+
 MAX_PACE_MS = 5000
 MAX_TAG_CHARS = 64
 MAX_BEAMS = 8
 MAX_ALTERNATIVES = 10
 MAX_ID_CHARS = 64
+MAX_TEMPERATURE = 10
+MAX_TOP_K = 100_000
+MAX_SEED = 2**63 - 1  # torch's generator takes a signed 64-bit seed
+
+# Frame keys that are DecodeParams fields (the rest of its fields are the server's to set).
+PARAM_KEYS = (
+    "strategy", "max_len", "min_len", "beam_size", "n_best", "length_penalty", "early_stop", "temperature", "top_k",
+    "top_p", "seed", "top_alternatives",
+)
 
 
 class ProtocolError(ValueError):
@@ -56,46 +66,23 @@ def _integer(low: int, high: int) -> Any:
     return check
 
 
-def _number(low: float, high: float, *, open_low: bool = False) -> Any:
-    def check(name: str, value: Any) -> float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        if ok:
-            ok = (value > low if open_low else value >= low) and value <= high
-        if not ok:
-            bracket = "(" if open_low else "["
-            raise ProtocolError("bad_params", f"{name} must be a number in {bracket}{low:g}, {high:g}]")
-        return float(value)
-
-    return check
-
-
 def _boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ProtocolError("bad_params", f"{name} must be true or false")
     return value
 
 
-def _strategy(name: str, value: Any) -> str:
-    if value not in STRATEGIES:
-        raise ProtocolError("bad_params", f"strategy must be one of: {', '.join(STRATEGIES)}")
-    return value
-
-
-def _param_checks(limits: Limits) -> dict[str, Any]:
-    """Decoding parameters a client may set, with the playground's ranges (tighter than the engine's)."""
+def _caps(limits: Limits) -> dict[str, int]:
+    """The playground's upper bounds, tighter than the engine's (DecodeParams checks the rest)."""
     return {
-        "strategy": _strategy,
-        "max_len": _integer(1, limits.max_tokens),
-        "min_len": _integer(0, limits.max_tokens),
-        "beam_size": _integer(1, MAX_BEAMS),
-        "n_best": _integer(1, MAX_BEAMS),
-        "length_penalty": _number(0.0, 10.0),
-        "early_stop": _boolean,
-        "temperature": _number(0.0, 10.0, open_low=True),
-        "top_k": _integer(0, 100_000),
-        "top_p": _number(0.0, 1.0, open_low=True),
-        "seed": _integer(0, 2**63 - 1),
-        "top_alternatives": _integer(0, MAX_ALTERNATIVES),
+        "max_len": limits.max_tokens,
+        "min_len": limits.max_tokens,
+        "beam_size": MAX_BEAMS,
+        "n_best": MAX_BEAMS,
+        "temperature": MAX_TEMPERATURE,
+        "top_k": MAX_TOP_K,
+        "seed": MAX_SEED,
+        "top_alternatives": MAX_ALTERNATIVES,
     }
 
 
@@ -126,37 +113,35 @@ def parse_decode(frame: dict[str, Any], limits: Limits) -> DecodeRequest:
     tag = frame.get("tag")
     if tag is not None and not is_tag(tag):
         raise ProtocolError("bad_params", f"tag must be a string of at most {MAX_TAG_CHARS} characters")
-    checks = _param_checks(limits)
     params: dict[str, Any] = {"strategy": "greedy"}
     options: dict[str, Any] = {"attention": False, "pace_ms": 0, "step_mode": False, "compare_cache": False}
     for key, value in frame.items():
         if key in ("type", "model", "source", "tag"):
             continue
-        if key in checks:
-            params[key] = checks[key](key, value)
+        if key in PARAM_KEYS:
+            params[key] = value
         elif key in _OPTION_CHECKS:
             options[key] = _OPTION_CHECKS[key](key, value)
         else:
-            known = ", ".join(sorted([*checks, *_OPTION_CHECKS]))
+            known = ", ".join(sorted([*PARAM_KEYS, *_OPTION_CHECKS]))
             raise ProtocolError("bad_params", f"unknown field {str(key)[:40]!r} (known: {known})")
-    _check_together(params)
     params["capture_attention"] = options["attention"]
+    _check_params(params, limits)
     return DecodeRequest(
         model=model, source=source, params=params, pace_ms=options["pace_ms"], step_mode=options["step_mode"],
         compare_cache=options["compare_cache"], tag=tag,
     )
 
 
-def _check_together(params: dict[str, Any]) -> None:
-    """Rules across fields, so a client hears of them at once instead of from the worker."""
-    beam = params["strategy"] == "beam"
-    n_best = params.get("n_best", 1)
-    if n_best > 1 and not beam:
-        raise ProtocolError("bad_params", "n_best > 1 needs strategy 'beam'")
-    if beam and n_best > params.get("beam_size", 4):
-        raise ProtocolError("bad_params", "n_best cannot exceed beam_size")
-    if "max_len" in params and params.get("min_len", 0) > params["max_len"]:
-        raise ProtocolError("bad_params", "min_len cannot exceed max_len")
+def _check_params(params: dict[str, Any], limits: Limits) -> None:
+    """The engine's checks (DecodeParams), so a client hears at once what a worker would refuse; then the caps."""
+    try:
+        DecodeParams.from_dict(params)
+    except DecodeError as error:
+        raise ProtocolError("bad_params", str(error)) from None
+    for name, cap in _caps(limits).items():
+        if name in params and params[name] > cap:
+            raise ProtocolError("bad_params", f"{name} may be at most {cap} here, got {params[name]!r}")
 
 
 def is_text(value: str) -> bool:

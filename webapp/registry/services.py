@@ -1,7 +1,6 @@
 """Registering model folders and choosing which the class may use."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,33 +22,19 @@ class RegistryError(ValueError):
     """A folder that is not a complete model folder."""
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RegistryError(f"{path.name} is missing from {path.parent}") from None
-    except (OSError, ValueError) as exc:
-        raise RegistryError(f"{path} is not readable JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RegistryError(f"{path} must hold a JSON object")
-    return data
-
-
 def model_register_folder(
     *, folder: Path, name: str, task: str | None = None, title: str = "", shipped: bool = False,
     published: bool | None = None, created_by: Any = None,
 ) -> TrainedModel:
     """Create or refresh the registry entry for a model folder (idempotent by name)."""
-    from modelcore.checkpoint import WEIGHTS_FILE, file_hash
+    from modelcore.checkpoint import CheckpointError, read_summary
 
     folder = Path(folder)
-    weights = folder / WEIGHTS_FILE
-    if not weights.is_file():
-        raise RegistryError(f"{WEIGHTS_FILE} is missing from {folder}")
-    config = _read_json(folder / "config.json")
-    metrics = _read_json(folder / "metrics.json") if (folder / "metrics.json").exists() else {}
-    if not (folder / "tokenizer.json").is_file():
-        raise RegistryError(f"tokenizer.json is missing from {folder}")
+    try:
+        summary = read_summary(folder)
+    except CheckpointError as error:
+        raise RegistryError(str(error)) from None
+    config, metrics = summary.config, summary.metrics
     model_config = config.get("model", config)
     defaults: dict[str, Any] = {
         "task": task or config.get("task") or metrics.get("task") or "unknown",
@@ -57,8 +42,8 @@ def model_register_folder(
         "config": model_config,
         "metrics": metrics,
         "path": str(folder.resolve()),
-        "checkpoint_hash": file_hash(weights),
-        "size_bytes": sum(p.stat().st_size for p in folder.iterdir() if p.is_file()),
+        "checkpoint_hash": summary.checkpoint_hash,
+        "size_bytes": summary.size_bytes,
         "shipped": shipped,
     }
     # Publication and ownership are set once, at creation: re-registering keeps the admin's choice.

@@ -153,6 +153,11 @@ PLAYGROUND_WARM_MODELS = env_int("PLAYGROUND_WARM_MODELS", 4, minimum=1)
 # and idle OpenMP threads spinning beside the loop slowed each step 10x on a busy 2-core machine.
 PLAYGROUND_TORCH_THREADS = env_int("PLAYGROUND_TORCH_THREADS", 1, minimum=1)
 
+# Experiments (docs/experiments.md): new runs a non-admin may start in 24 hours, and the torch
+# threads of each run (one: runs share the training worker's cores with each other).
+EXPERIMENTS_DAILY_QUOTA = env_int("EXPERIMENTS_DAILY_QUOTA", 3, minimum=0)
+EXPERIMENTS_TORCH_THREADS = env_int("EXPERIMENTS_TORCH_THREADS", 1, minimum=1)
+
 # Redis serves the channel layer, the Celery broker and its results. Unset: the embedded
 # redis-server that `make run` (and the test suite) starts on a Unix socket in RUN_DIR.
 REDIS_URL = validate_redis_url(env_str("REDIS_URL", f"unix://{RUN_DIR / 'redis.sock'}"))

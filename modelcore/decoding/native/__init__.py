@@ -5,13 +5,14 @@
 `native_step()` returns the compiled module, or None when it cannot be had: the C++ toolchain
 is missing or fails, or MODELCORE_NATIVE=0. Decoding then takes the Python step, which gives
 the same tokens (tests compare the two); only the speed differs. The build lands in torch's
-extension cache (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions) and takes about
-a minute on two cores; later processes load it in milliseconds.
+extension cache (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions), a folder per version
+of step.cpp, and takes about a minute on two cores; later processes load it in milliseconds.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -43,4 +44,14 @@ def build(verbose: bool = False) -> ModuleType:
     """Compile (or load the cached build of) step.cpp; raises when the toolchain fails."""
     from torch.utils.cpp_extension import load
 
-    return load(name=NAME, sources=[str(SOURCE)], extra_cflags=["-O3"], verbose=verbose)
+    return load(name=build_name(), sources=[str(SOURCE)], extra_cflags=["-O3"], verbose=verbose)
+
+
+def build_name() -> str:
+    """The extension's name, which names its folder in the cache: one per version of step.cpp.
+
+    Two checkouts on one machine (or a build racing an edit) then never overwrite each other's
+    build: torch would otherwise load whichever of them compiled last under the shared name.
+    """
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    return f"{NAME}_{digest}"

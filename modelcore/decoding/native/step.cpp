@@ -17,7 +17,16 @@
 
 namespace {
 
-constexpr int kWeightsPerLayer = 12;  // w_qkv b_qkv w_so b_so w_cq b_cq w_co b_co w1 b1 w2 b2, each w packed
+// The order of one layer's 12 tensors in decoder_step's `weights` (each matrix packed by pack_weight):
+// written here only, and exported to Python as LAYER_WEIGHTS, whose names are LayerWeights' fields
+// (modelcore/decoding/weights.py); native/packed.py packs the list in this order.
+enum LayerWeight {
+  kQkvW, kQkvB, kSelfOutW, kSelfOutB, kCrossQW, kCrossQB, kCrossOutW, kCrossOutB, kFf1W, kFf1B, kFf2W, kFf2B,
+  kWeightsPerLayer
+};
+const char* const kLayerWeightNames[kWeightsPerLayer] = {
+    "w_qkv", "b_qkv", "w_self_out", "b_self_out", "w_cross_q", "b_cross_q",
+    "w_cross_out", "b_cross_out", "w_ff1", "b_ff1", "w_ff2", "b_ff2"};
 constexpr int kNormsPerLayer = 3;
 
 struct Norm {
@@ -353,7 +362,7 @@ std::vector<torch::Tensor> decoder_step(
     const torch::Tensor* w = weights.data() + l * kWeightsPerLayer;
     const Norm n1 = norm(3 * l), n2 = norm(3 * l + 1), n3 = norm(3 * l + 2);
     // masked self-attention over the cache
-    torch::Tensor qkv = project(input(n1), w[0], w[1]);  // (B, 3D): q | k | v, q pre-scaled
+    torch::Tensor qkv = project(input(n1), w[kQkvW], w[kQkvB]);  // (B, 3D): q | k | v, q pre-scaled
     const torch::Tensor &kc = self_k[l], &vc = self_v[l];
     float* kw = kc.data_ptr<float>();
     float* vw = vc.data_ptr<float>();
@@ -367,17 +376,17 @@ std::vector<torch::Tensor> decoder_step(
       }
     attend(qp, 3 * D, kc, vc, self_lengths, B, H, dk, attn.data_ptr<float>(),
            capture ? self_weights[l].data_ptr<float>() : nullptr, T);
-    torch::Tensor y = project(attn, w[2], w[3]);
+    torch::Tensor y = project(attn, w[kSelfOutW], w[kSelfOutB]);
     finish(y, n1);
     // cross-attention over the source
-    torch::Tensor q = project(input(n2), w[4], w[5]);  // (B, D), pre-scaled
+    torch::Tensor q = project(input(n2), w[kCrossQW], w[kCrossQB]);  // (B, D), pre-scaled
     attend(q.data_ptr<float>(), D, cross_k[l], cross_v[l], src_lengths, B, H, dk, attn.data_ptr<float>(),
            capture ? cross_weights[l].data_ptr<float>() : nullptr, S);
-    y = project(attn, w[6], w[7]);
+    y = project(attn, w[kCrossOutW], w[kCrossOutB]);
     finish(y, n2);
     // position-wise FFN
-    torch::Tensor hidden = project(input(n3), w[8], w[9], /*relu=*/true);
-    y = project(hidden, w[10], w[11]);
+    torch::Tensor hidden = project(input(n3), w[kFf1W], w[kFf1B], /*relu=*/true);
+    y = project(hidden, w[kFf2W], w[kFf2B]);
     finish(y, n3);
   }
   if (!post) apply_norm(x.data_ptr<float>(), B, D, norm(3 * L));  // Pre-LN's final norm
@@ -390,8 +399,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // The step touches tensors only: it lets go of the GIL, so the playground worker's other thread
   // sends the last step's frames while this one computes (arguments are converted before, and the
   // result after, with the GIL held).
-  m.def("decoder_step", &decoder_step, "one KV-cache decoder step, each row at its own position",
+  // Keyword-only: 20 arguments are called by name (native/packed.py), never by position.
+  m.def("decoder_step", &decoder_step, "one KV-cache decoder step, each row at its own position", py::kw_only(),
+        py::arg("tokens"), py::arg("row_at"), py::arg("embedding"), py::arg("positions"), py::arg("weights"),
+        py::arg("norm_weights"), py::arg("norm_biases"), py::arg("norm_eps"), py::arg("norm_kind"), py::arg("self_k"),
+        py::arg("self_v"), py::arg("cross_k"), py::arg("cross_v"), py::arg("src_lengths"), py::arg("w_out"),
+        py::arg("b_out"), py::arg("n_heads"), py::arg("post"), py::arg("residual"), py::arg("capture"),
         py::call_guard<py::gil_scoped_release>());
+  py::tuple names(static_cast<size_t>(kWeightsPerLayer));
+  for (int i = 0; i < kWeightsPerLayer; ++i) names[i] = kLayerWeightNames[i];
+  m.attr("LAYER_WEIGHTS") = names;
   m.def("pack_weight", &pack_weight, "W (in, out) in the panel layout the step's projections read");
   m.def("linear", &project, "x @ W + b (ReLU after it when relu) with W packed by pack_weight",
         py::arg("x"), py::arg("packed"), py::arg("b"), py::arg("relu") = false);

@@ -57,8 +57,8 @@ def test_each_request_finishes_on_its_own_step() -> None:
 def test_a_request_added_to_a_running_batch_gets_the_same_tokens_as_alone(step: str) -> None:
     model = tiny_model("post", "rmsnorm", seed=2)
     late_params = DecodeParams(max_len=12, capture_attention=step != "python-fused")  # fused: nothing captured
-    decoder = BatchDecoder(model)
-    decoder.stepper = CachedStepper(model, fused_attention=step == "python-fused", native=step == "native")
+    decoder = BatchDecoder(model, stepper=CachedStepper(model, fused_attention=step == "python-fused",
+                                                        native=step == "native"))
     decoder.add_many([("a", SOURCES[0], DecodeParams(max_len=20, min_len=20)),
                       ("b", SOURCES[1], DecodeParams(strategy="beam", beam_size=2, max_len=20))])
     events = [e for _ in range(3) for e in decoder.step()]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from modelcore.checkpoint import LoadedModel
 from modelcore.decoding import BeamsEvent, DecodeError, DecodeParams, DoneEvent, Event, StartEvent, TokenEvent
-from modelcore.tokenization import EOS_ID
+from modelcore.tokenization import EOS_ID, SourceError
 from webapp.playground.worker import frames
 from webapp.playground.worker.lanes import Job, Lane, Live, Shadow
 
@@ -122,14 +122,12 @@ class Batcher:
             self._refuse(job, "model_unavailable", f"the worker could not load {job.model_name}: {loaded}", tick)
             return None
         try:
-            # As in training: the source's ids, then <eos> (the model learned to read up to it).
-            src_ids = [*loaded.src_tokenizer.encode(job.source), EOS_ID]
-            if len(src_ids) > loaded.config.max_len:
-                raise _Refused("source_too_long",
-                               f"the source has {len(src_ids)} tokens; {job.model_name} takes at most {loaded.config.max_len}")
-            return _Prepared(job, loaded, src_ids, _params(job, loaded, len(src_ids)))
-        except _Refused as refused:
-            self._refuse(job, refused.code, str(refused), tick)
+            max_len = loaded.config.max_len
+            src_ids = loaded.src_tokenizer.source_ids(job.source, max_len)
+            params = DecodeParams.from_dict(job.params).capped(len(src_ids), max_len, job.max_tokens)
+            return _Prepared(job, loaded, src_ids, params)
+        except (SourceError, DecodeError) as error:
+            self._refuse(job, _error_code(error), str(error), tick)
         except Exception:  # whatever the job held, its client hears of it and the others go on
             log.exception("could not prepare %s", job.request_id)
             self._refuse(job, "internal", "the worker could not start this request", tick)
@@ -139,7 +137,7 @@ class Batcher:
         try:
             return lane.decoder.add(prepared.job.request_id, prepared.src_ids, prepared.params)
         except DecodeError as error:
-            self._refuse(prepared.job, "bad_request", str(error), tick)
+            self._refuse(prepared.job, _error_code(error), str(error), tick)
             return None
 
     def _started(self, lane: Lane, prepared: _Prepared, start: StartEvent, wall: float, tick: Tick) -> None:
@@ -278,23 +276,19 @@ class _Prepared:
     params: DecodeParams
 
 
-class _Refused(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 def _request_id(event: Event) -> str:
     return event.request_id  # type: ignore[attr-defined]
 
 
-def _params(job: Job, loaded: LoadedModel, src_len: int) -> DecodeParams:
-    """The request's parameters with the token cap applied: never past the model's positions or the setting."""
-    limit = loaded.config.max_len - 1  # position 0 holds <bos>
-    wanted = job.params.get("max_len") or 2 * src_len + 10
-    max_len = max(1, min(wanted, job.max_tokens, limit))
-    min_len = min(job.params.get("min_len", 0), max_len)
-    try:
-        return DecodeParams.from_dict({**job.params, "max_len": max_len, "min_len": min_len})
-    except (DecodeError, TypeError) as error:
-        raise _Refused("bad_params", str(error)) from None
+def _error_code(error: SourceError | DecodeError) -> str:
+    """The protocol's code (docs/protocol.md) for modelcore's reason a request cannot start."""
+    return _CODES.get(error.code, "bad_request")
+
+
+# modelcore's DecodeError / SourceError codes -> the error frame's.
+_CODES = {
+    "bad_params": "bad_params",
+    "empty_source": "empty_source",
+    "source_too_long": "source_too_long",
+    "unknown_model": "model_unavailable",
+}

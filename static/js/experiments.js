@@ -20,7 +20,7 @@ function drawFigureSets(root) {
 }
 
 function followRun(panel) {
-  if (panel.dataset.following || ["done", "failed"].includes(panel.dataset.status)) return;
+  if (panel.dataset.following || ["succeeded", "failed"].includes(panel.dataset.status)) return;
   panel.dataset.following = "1";
   const bar = panel.querySelector(".run-progress");
   const status = panel.querySelector(".run-status");
@@ -47,7 +47,7 @@ function followRun(panel) {
       }
       Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
     }
-    if (frame.type === "done" || (frame.type === "state" && frame.status === "done")) showResult();
+    if (frame.type === "done" || (frame.type === "state" && frame.status === "succeeded")) showResult();
     if (frame.type === "failed" || (frame.type === "state" && frame.status === "failed")) {
       panel.dataset.status = "failed";
       status.textContent = `${labels.failed || "failed"}: ${frame.message || frame.error || ""}`;

@@ -49,6 +49,6 @@ def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, p
     form.locator("button[type=submit]").click()
     page.get_by_test_id("run-panel").wait_for()
     page.wait_for_selector("[data-testid=run-result] .js-plotly-plot", timeout=120_000)
-    assert page.get_by_test_id("run-panel").get_attribute("data-status") == "done"
+    assert page.get_by_test_id("run-panel").get_attribute("data-status") == "succeeded"
     assert page.get_by_test_id("run-status").inner_text() == "Done"
     assert traces(page, "loss") == 2

@@ -6,6 +6,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from modelcore.experiments import KINDS
+from webapp.core.jobs import JobStatus
 
 # What each kind of run is called on the pages (modelcore names them in code).
 KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paired training runs"),
@@ -15,11 +16,7 @@ KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paire
 class ExperimentRun(models.Model):
     """A run of one experiment kind; asking for the same parameters again finds this row."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", _("Queued")
-        RUNNING = "running", _("Running")
-        DONE = "done", _("Done")
-        FAILED = "failed", _("Failed")
+    Status = JobStatus  # a run is never cancelled; it ends succeeded or failed
 
     kind = models.CharField(max_length=20, choices=[(k, KIND_LABELS.get(k, k)) for k in KINDS])
     params = models.JSONField(help_text="Canonical parameters: every value the result depends on.")
@@ -44,4 +41,4 @@ class ExperimentRun(models.Model):
 
     @property
     def finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)

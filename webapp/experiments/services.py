@@ -71,7 +71,7 @@ def experiment_run_request(*, user: Any, kind: str, params: dict[str, Any]) -> R
         shipped = shipped_results().get(key)
         if run is None and shipped is not None:
             run = ExperimentRun.objects.create(
-                kind=kind, params=canonical, params_key=key, status=ExperimentRun.Status.DONE, progress=1.0,
+                kind=kind, params=canonical, params_key=key, status=ExperimentRun.Status.SUCCEEDED, progress=1.0,
                 result=shipped, shipped=True, finished_at=timezone.now(),
             )
             return Requested(run, created=False)
@@ -91,7 +91,7 @@ def experiment_run_request(*, user: Any, kind: str, params: dict[str, Any]) -> R
 def experiment_result(*, kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
     """A finished result for these parameters: a stored row first, the shipped copy otherwise."""
     key = params_key(kind, params)
-    row = ExperimentRun.objects.filter(params_key=key, status=ExperimentRun.Status.DONE).only("result").first()
+    row = ExperimentRun.objects.filter(params_key=key, status=ExperimentRun.Status.SUCCEEDED).only("result").first()
     if row is not None:
         return row.result
     return shipped_results().get(key)
@@ -105,7 +105,7 @@ def experiment_page_results(*, page: str) -> dict[str, dict[str, Any] | None]:
 def experiment_run_execute(*, run_id: int) -> None:
     """Run a queued experiment in this (worker) process, reporting progress to the run's sockets."""
     run = ExperimentRun.objects.get(pk=run_id)
-    if run.status == ExperimentRun.Status.DONE:
+    if run.status == ExperimentRun.Status.SUCCEEDED:
         return  # delivered twice (acks_late): the first delivery finished it
     run.status, run.started_at, run.progress = ExperimentRun.Status.RUNNING, timezone.now(), 0.0
     run.save(update_fields=["status", "started_at", "progress", "updated_at"])
@@ -126,7 +126,7 @@ def _execute(run: ExperimentRun, feed: Feed, group: str) -> None:
         feed.send(group, group_frame({"type": "failed", "message": run.error}))
         logger.exception("experiment run %s failed", run.pk)
         return
-    run.status, run.result, run.progress, run.finished_at = ExperimentRun.Status.DONE, result, 1.0, timezone.now()
+    run.status, run.result, run.progress, run.finished_at = ExperimentRun.Status.SUCCEEDED, result, 1.0, timezone.now()
     run.save(update_fields=["status", "result", "progress", "finished_at", "updated_at"])
     feed.send(group, group_frame({"type": "done", "status": run.status, "progress": 1.0}))
 

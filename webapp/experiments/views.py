@@ -95,5 +95,5 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_result(request: HttpRequest, run_id: int) -> HttpResponse:
     """The figures fragment of a run (what the page swaps in when the socket says it is done)."""
     run = get_object_or_404(ExperimentRun, pk=run_id)
-    run_figures = figures.run_figures(run.kind, run.result) if run.status == ExperimentRun.Status.DONE else {}
+    run_figures = figures.run_figures(run.kind, run.result) if run.status == ExperimentRun.Status.SUCCEEDED else {}
     return render(request, "experiments/partials/result.html", {"run": run, "figures": run_figures})

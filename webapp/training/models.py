@@ -8,7 +8,8 @@ from django.db import models
 from django.db.models import F, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
+
+from webapp.core.jobs import JobStatus
 
 
 class Dataset(models.Model):
@@ -40,12 +41,7 @@ class Dataset(models.Model):
 class TrainingJob(models.Model):
     """One training run: what to train, how it is going, and the model it produced."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", _("queued")
-        RUNNING = "running", _("running")
-        SUCCEEDED = "succeeded", _("succeeded")
-        FAILED = "failed", _("failed")
-        CANCELLED = "cancelled", _("cancelled")
+    Status = JobStatus
 
     FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
     ACTIVE = (Status.QUEUED, Status.RUNNING)

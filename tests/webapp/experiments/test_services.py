@@ -14,7 +14,7 @@ def test_a_run_executes_to_done_with_its_result_stored(student):
     run = experiment_run_request(user=student, kind="compare", params=TINY_COMPARE).run
     experiment_run_execute(run_id=run.pk)
     run.refresh_from_db()
-    assert run.status == "done" and run.progress == 1.0 and run.started_at and run.finished_at
+    assert run.status == "succeeded" and run.progress == 1.0 and run.started_at and run.finished_at
     assert [arm["label"] for arm in run.result["arms"]] == ["post", "pre"]
     assert len(run.result["arms"][1]["run"]["loss"]) == 6
 

@@ -59,7 +59,7 @@ def test_a_stored_run_is_shown_before_the_shipped_copy(client_as, student):
     arm = {"label": "warmup", "run": {"status": "completed", "steps": [1, 2], "loss": [9.5, 9.25], "evals": [],
                                       "diverged_at": None, "reason": "", "grad_norms": {"steps": [], "layers": [], "layer": []}}}
     ExperimentRun.objects.create(kind=kind, params=params, params_key=params_key(kind, params),
-                                 status=ExperimentRun.Status.DONE, result={"arms": [arm]})
+                                 status=ExperimentRun.Status.SUCCEEDED, result={"arms": [arm]})
     figures = figures_of(client_as(student).get("/experiments/norm-position/"))
     assert figures["warmup_loss"]["data"][0]["y"] == [9.5, 9.25]
 
@@ -129,7 +129,7 @@ def test_asking_again_returns_the_stored_run_and_costs_no_quota(client_as, stude
     client = client_as(student)
     client.post("/experiments/launch/", launch_data)
     run = ExperimentRun.objects.get()
-    run.status, run.result = ExperimentRun.Status.DONE, {"arms": []}
+    run.status, run.result = ExperimentRun.Status.SUCCEEDED, {"arms": []}
     run.save()
     for _ in range(4):
         response = client.post("/experiments/launch/", launch_data, HTTP_HX_REQUEST="true")
@@ -143,7 +143,7 @@ def test_parameters_that_ship_come_back_done_at_once(client_as, student):
     from webapp.experiments.services import experiment_run_request
 
     requested = experiment_run_request(user=student, kind=kind, params=params)
-    assert requested.created is False and requested.run.status == "done" and requested.run.shipped
+    assert requested.created is False and requested.run.status == "succeeded" and requested.run.shipped
     assert requested.run.result["layers"]
     response = client_as(student).get(f"/experiments/runs/{requested.run.pk}/result/")
     assert {"init_decoder", "init_encoder"} <= set(figures_of(response))

@@ -32,5 +32,5 @@ async def test_a_worker_runs_it_and_the_socket_sees_progress_then_done(student, 
     assert progress and {f["arm"] for f in progress} <= {"post", "pre"}
     assert progress[-1]["progress"] == 1.0
     done = await database_sync_to_async(ExperimentRun.objects.get)(pk=run.pk)
-    assert done.status == "done" and [a["label"] for a in done.result["arms"]] == ["post", "pre"]
+    assert done.status == "succeeded" and [a["label"] for a in done.result["arms"]] == ["post", "pre"]
     await ws.disconnect()

@@ -51,8 +51,7 @@ def f3(values: list[float]) -> str:
 
 def g2(value: float) -> str:
     """Two significant figures, as the pages write them (0.059, 5.9e-5, 3e-6)."""
-    text = f"{value:.2g}" if value >= 1e-3 else f"{value:.1e}".replace("e-0", "e-").replace(".0e", "e")
-    return text
+    return f"{value:#.2g}" if value >= 1e-3 else f"{value:.1e}".replace("e-0", "e-").replace(".0e", "e")
 
 
 def last_times_sqrt(layers: int) -> float:
@@ -86,12 +85,12 @@ def claims() -> list[tuple[str, str]]:
         ("99.98", f"{metrics('zh-en-pre')['bleu']:.2f}"),
         ("0.30", f"{enc24['nores'][0]:.2f}"), ("0.42", f"{enc24['nores'][-1]:.2f}"),
         ("0.28", f"{enc24['res'][0]:.2f}"), ("0.059", g2(enc24["res"][-1])),
-        ("0.35", f"{spread[0]:.2f}"), ("0.02", f"{spread[1]:.2f}"), ("0", f"{spread[2]:.0f}"),
+        ("0.35", f"{spread[0]:.2f}"), ("0.02", f"{spread[1]:.2f}"), ("1e-5", g2(spread[2])), ("0", f"{spread[3]:.0f}"),
         ("0.42", f"{drift('residual', 'cosine')[-1]:.2f}"),
     ]
 
 
-@pytest.mark.parametrize("index", range(22))
+@pytest.mark.parametrize("index", range(23))
 def test_each_quoted_figure_is_the_shipped_one(index):
     quoted, from_json = claims()[index]
     assert quoted == from_json
@@ -101,7 +100,7 @@ PAGES = {
     "/experiments/norm-position/": ["0.043 to 0.257", "0.136 to 0.079", "0.226, 0.217, 0.229, 0.240, 0.232, 0.234",
                                     "0.236 to 0.092", "0.128, 0.135, 0.131", "0.041, 0.028, 0.021",
                                     "0.100, 0.098, 0.105", "0.114", "0.57", "3e-6", "5.9e-5", "99.87", "99.98"],
-    "/experiments/residuals/": ["0.30", "0.42", "0.28", "0.059", "0.35", "0.02"],
+    "/experiments/residuals/": ["0.30", "0.42", "0.28", "0.059", "0.35", "0.02", "1e-5"],
 }
 
 
@@ -137,6 +136,56 @@ def test_docs_experiments_quotes_the_same_figures():
     }
     for name, text in built.items():
         assert text in doc, (name, text)
+
+
+def doc_figures() -> list[str]:
+    """The tables and ranges of docs/experiments.md, built from the shipped JSON as the doc writes them."""
+    post, pre = shipped("norm-position", "gradflow_post"), shipped("norm-position", "gradflow_pre")
+    row = lambda label, values, fmt: f"| {label} | " + " | ".join(fmt(v) for v in values) + " |"  # noqa: E731
+    figures = [row("Post-LN", w2(post, "decoder"), "{:.3f}".format), row("Pre-LN", w2(pre, "decoder"), "{:.3f}".format),
+               row("Post-LN", [w2(shipped("norm-position", f"depth_post_{n}"), "decoder")[-1] for n in (6, 12, 24)],
+                   "{:.3f}".format),
+               row("Pre-LN", [w2(shipped("residuals", f"gradflow_{n}_res"), "decoder")[-1] for n in (6, 12, 24)],
+                   "{:.3f}".format)]
+    for layers in (6, 12, 24):
+        cells = []
+        for stack in ("decoder", "encoder"):
+            for residual in ("res", "nores"):
+                norms = [r["grad_norms"]["layer"] for r in shipped("residuals", f"gradflow_{layers}_{residual}")["layers"]
+                         if r["stack"] == stack]
+                cells.append(f"{g2(norms[0]) if norms[0] else '0'} … {g2(norms[-1])}")
+        figures.append(f"| {layers} | " + " | ".join(cells) + " |")
+    signed = lambda v: f"{v:.2f}".replace("-", "−")  # noqa: E731
+    with_res, without = "residual", "no residual"
+    figures += [", ".join(signed(v) for v in drift(with_res, "cosine")),
+                ", ".join(signed(v) for v in drift(without, "cosine")),
+                f"{drift(with_res, 'distance')[0]:.1f} → {drift(with_res, 'distance')[-1]:.1f}",
+                f"{drift(with_res, 'spread')[0]:.2f} → {drift(with_res, 'spread')[-1]:.2f}",
+                ", ".join(f"{v:.2f}" if v >= 0.005 else g2(v) if v else "0" for v in drift(without, "spread"))]
+    norms = {a["label"]: a for a in shipped("layernorm", "norms")["arms"]}
+
+    def span(label: str, when: str, key: str, first: bool = False, digits: int = 2) -> str:
+        rows = norms[label][when][:1] if first else norms[label][when]
+        values = [v for r in rows for v in r[key]]
+        return f"{signed(min(values)) if digits == 2 else f'{min(values):.{digits}f}'.replace('-', '−')} … " \
+               f"{signed(max(values)) if digits == 2 else f'{max(values):.{digits}f}'}"
+
+    figures += [span("layernorm", "init", "in_var"), span("layernorm", "trained", "out_var"),
+                span("layernorm", "trained", "out_var", first=True, digits=3),
+                span("layernorm", "trained", "out_mean", digits=3),
+                span("rmsnorm", "init", "out_mean", first=True), span("rmsnorm", "init", "in_mean", first=True),
+                span("rmsnorm", "init", "out_var", first=True), span("rmsnorm", "init", "out_mean"),
+                span("rmsnorm", "init", "out_var"),
+                f"{norms['layernorm']['run']['final_loss']:.2f} vs",
+                f"{norms['rmsnorm']['run']['final_loss']:.2f}"]
+    return figures
+
+
+@pytest.mark.parametrize("doc", ["docs/experiments.md"])
+def test_the_docs_tables_and_ranges_are_the_shipped_ones(doc):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    missing = [figure for figure in doc_figures() if figure not in text]
+    assert not missing, missing
 
 
 def enc24_layer(residual: str, index: int) -> float:

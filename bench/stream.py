@@ -294,7 +294,7 @@ def main() -> int:
         prepared = subprocess.run([sys.executable, __file__, "--prepare"], env=env, check=True, capture_output=True,
                                   text=True)
         session_key, model = json.loads(prepared.stdout.strip().splitlines()[-1])
-        procs.append(start([str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
+        procs.append(start([str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
                            env, data_dir / "daphne.log"))
         procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
                             "--concurrency", "4", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],

@@ -71,7 +71,7 @@ def main() -> int:
     try:
         subprocess.run([str(BIN / "python"), "manage.py", "demo_accounts"], cwd=ROOT, env=env, check=True)
         children["web"] = _start(
-            "web", [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", port, "webapp.asgi:application"], env
+            "web", [str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", port, "webapp.asgi:application"], env
         )
         for queue, extra in (("interactive", ["--pool", "threads", "--concurrency", "4"]),
                              ("training", ["--pool", "prefork", "--concurrency", "1"])):

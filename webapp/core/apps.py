@@ -11,7 +11,7 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
-        from webapp.core import presence  # noqa: F401  (a worker publishes its queues from its ready signal)
+        from webapp.core import presence, revoke  # noqa: F401  (signal receivers)
 
 
 class LabAdminConfig(admin_apps.AdminConfig):

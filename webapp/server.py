@@ -1,0 +1,85 @@
+"""The web process: daphne, with a bound on what one WebSocket may queue. Run `python -m webapp.server` with daphne's arguments.
+
+Daphne hands each received frame to the application through an unbounded queue and keeps
+reading the socket, so one client sending faster than its consumer reads grew the web process
+by hundreds of MB. Here a socket's queue holds at most QUEUE_FRAMES frames or QUEUE_CHARS
+characters: past that, the server stops reading that socket until its consumer catches up
+(TCP then slows the client down; nobody else waits). A frame over the size limit is answered
+with a close frame, code 1009, instead of a dropped connection.
+"""
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from daphne.cli import CommandLineInterface
+from daphne.server import Server
+
+QUEUE_FRAMES = 16  # frames one socket may have waiting for its consumer
+QUEUE_CHARS = 1_048_576  # and their characters: one full-size frame
+
+
+class BoundedQueue(asyncio.Queue):
+    """One WebSocket's frames on their way to its consumer; pauses reading the socket while full."""
+
+    def __init__(self, protocol: Any) -> None:
+        super().__init__()
+        self.protocol = protocol
+        self.chars = 0
+        self.paused = False
+
+    def put_nowait(self, item: dict[str, Any]) -> None:
+        super().put_nowait(item)
+        self.chars += _size(item)
+        if not self.paused and (self.qsize() >= QUEUE_FRAMES or self.chars >= QUEUE_CHARS):
+            transport = getattr(self.protocol, "transport", None)
+            if transport is not None:
+                transport.pauseProducing()
+                self.paused = True
+
+    def get_nowait(self) -> dict[str, Any]:
+        item = super().get_nowait()
+        self.chars -= _size(item)
+        if self.paused and self.qsize() < QUEUE_FRAMES // 2 and self.chars < QUEUE_CHARS // 2:
+            self.paused = False
+            transport = getattr(self.protocol, "transport", None)
+            if transport is not None:
+                transport.resumeProducing()
+        return item
+
+
+def _size(item: dict[str, Any]) -> int:
+    return len(item.get("text") or item.get("bytes") or b"")
+
+
+class BoundedServer(Server):
+    """Daphne's server, giving each WebSocket a BoundedQueue and a close frame for an oversized message."""
+
+    def create_application(self, protocol: Any, scope: dict[str, Any]) -> asyncio.Queue | None:
+        """As daphne's own, with a BoundedQueue for a WebSocket."""
+        if scope.get("type") != "websocket":
+            return super().create_application(protocol, scope)
+        assert "application_instance" not in self.connections[protocol]
+        # autobahn drops the TCP connection on a protocol violation unless told to close properly;
+        # with this a client sees 1009 (message too big) rather than a dead socket.
+        protocol.failByDrop = False
+        queue = BoundedQueue(protocol)
+        scope.setdefault("asgi", {"version": "3.0"})
+        instance = self.application(scope=scope, receive=queue.get, send=partial(self.handle_reply, protocol))
+        if protocol not in self.connections:
+            return None
+        self.connections[protocol]["application_instance"] = asyncio.ensure_future(instance)
+        return queue
+
+
+class BoundedCommandLine(CommandLineInterface):
+    server_class = BoundedServer
+
+
+def main() -> None:
+    BoundedCommandLine.entrypoint()
+
+
+if __name__ == "__main__":
+    main()

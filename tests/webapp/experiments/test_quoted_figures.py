@@ -181,7 +181,7 @@ def doc_figures() -> list[str]:
     return figures
 
 
-@pytest.mark.parametrize("doc", ["docs/experiments.md"])
+@pytest.mark.parametrize("doc", ["docs/experiments.md", "docs/experiments.zh.md"])
 def test_the_docs_tables_and_ranges_are_the_shipped_ones(doc):
     text = (ROOT / doc).read_text(encoding="utf-8")
     missing = [figure for figure in doc_figures() if figure not in text]

@@ -12,6 +12,7 @@ from webapp.settings.env import (
     env_choice,
     env_int,
     env_list,
+    env_networks,
     env_path,
     env_str,
     redis_url_for_celery,
@@ -114,6 +115,14 @@ AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_LOCKOUT_TEMPLATE = "accounts/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
+# An address that fails this often across any usernames is locked for all of them (password spraying).
+AXES_ADDRESS_FAILURE_LIMIT = env_int("AXES_ADDRESS_FAILURE_LIMIT", 30, minimum=1)
+AXES_HANDLER = "webapp.accounts.lockout.AccountAndAddressHandler"
+AXES_CLIENT_IP_CALLABLE = "webapp.accounts.lockout.client_ip"
+# Behind a proxy every connection comes from the proxy: the client's address is then read from
+# CLIENT_IP_HEADER, but only on connections from these proxies (anyone else can write that header).
+TRUSTED_PROXY_NETWORKS = env_networks("TRUSTED_PROXIES")
+CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER", "X-Forwarded-For")
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]

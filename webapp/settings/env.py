@@ -1,6 +1,7 @@
 """Small readers of environment variables that fail loudly on bad values."""
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -81,3 +82,14 @@ def validate_redis_url(url: str) -> str:
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured(f"REDIS_URL={url!r} must start with redis://, rediss:// or unix://")
     return url
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A comma-separated list of IP addresses or networks (an address is a /32 or /128)."""
+    networks = []
+    for value in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(value, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {value!r} is not an IP address or network") from None
+    return networks

@@ -1,9 +1,10 @@
 """WebSocket routes; every path starts with /ws/."""
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from webapp.core.consumers import NotifyConsumer
+from webapp.core.socket_edge import NoSuchSocket
 from webapp.experiments.consumers import ExperimentSocket
 from webapp.playground.consumers import DecodeConsumer
 from webapp.training.consumers import TrainingJobConsumer
@@ -13,4 +14,5 @@ websocket_urlpatterns = [
     path("ws/training/<int:job_id>/", TrainingJobConsumer.as_asgi()),
     path("ws/experiments/<int:run_id>/", ExperimentSocket.as_asgi()),
     path("ws/decode/", DecodeConsumer.as_asgi()),
+    re_path(r"", NoSuchSocket.as_asgi()),  # last: any other path is refused, not a 500
 ]

@@ -138,3 +138,32 @@ def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, c
             return await _closed_with(notify), await _closed_with(decode)
 
     assert async_to_sync(scenario)() == (4401, 4401)
+
+
+def _handshake_status(web, path: str, cookie: str, origin: str) -> int:
+    """The HTTP status of a WebSocket handshake (101: opened)."""
+    from websockets.exceptions import InvalidStatus
+
+    async def attempt() -> int:
+        try:
+            async with _ws(web, path, cookie, origin=origin):
+                return 101
+        except InvalidStatus as refused:
+            return refused.response.status_code
+
+    return async_to_sync(attempt)()
+
+
+def test_only_the_sites_own_origin_may_open_a_socket(asgi_process, student):
+    cookie = _cookie(student)
+    own = asgi_process.url  # http://127.0.0.1:<port>
+    other_port = own.rsplit(":", 1)[0] + ":1"
+    assert _handshake_status(asgi_process, "/ws/notify/", cookie, own) == 101
+    assert _handshake_status(asgi_process, "/ws/notify/", cookie, other_port) == 403  # another service on this host
+    assert _handshake_status(asgi_process, "/ws/notify/", cookie, own.replace("http://", "https://")) == 403
+    assert _handshake_status(asgi_process, "/ws/notify/", cookie, "http://evil.example") == 403
+
+
+def test_an_unknown_socket_path_is_refused_quietly(asgi_process, student):
+    assert _handshake_status(asgi_process, "/ws/nothing-here/", _cookie(student), asgi_process.url) == 403
+    assert _handshake_status(asgi_process, "/elsewhere", _cookie(student), asgi_process.url) == 403

@@ -119,7 +119,7 @@ class Batcher:
     def _prepare(self, job: Job, loaded: LoadedModel | Exception, tick: Tick) -> _Prepared | None:
         """Tokenize and check one job; None (and an error frame) when it cannot start."""
         if isinstance(loaded, Exception):
-            self._refuse(job, "model_unavailable", f"the worker could not load {job.model_name}: {loaded}", tick)
+            self._refuse(job, "model_unavailable", f"the worker could not load {job.model_name}; try again later", tick)
             return None
         try:
             max_len = loaded.config.max_len

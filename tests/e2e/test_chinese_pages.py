@@ -113,9 +113,12 @@ def test_a_beam_search_reads_in_chinese(asgi_server, pages_to_walk, page_factory
     page.get_by_test_id("run").click()
     page.wait_for_function(f"{STATUS}.startsWith('完成')", timeout=60_000)
     assert_chinese(page, "the playground after a beam search", "student")
-    # The chips are the best hypothesis, the same tokens as the output, and the heatmap has one row per chip.
+    # The chips are the best hypothesis's tokens, the output's words, and the attention views draw one row for each
+    # (each step's top beam would add a row per step, the step of <eos> and any steps the search ran after it).
     chips = page.eval_on_selector_all("[data-testid=output-tokens] .pg-tok", "els => els.map(e => e.firstChild.textContent)")
-    words = [c for c in chips if c != "<eos>"]
-    assert " ".join(words) == page.get_by_test_id("output").inner_text().strip()
-    rows = page.evaluate("document.getElementById('view-cross').data[0].z.length")
-    assert rows == len(chips)
+    words = page.get_by_test_id("output").inner_text().split()
+    assert chips == words
+    steps = page.evaluate("document.getElementById('view-beams').data[1].x.at(-1) + 1")
+    assert steps > len(words)  # the search ran past the best hypothesis's last word
+    for view in ("view-cross", "view-self"):
+        assert page.evaluate(f"document.getElementById('{view}').data[0].z.length") == len(words), view

@@ -149,6 +149,8 @@ MODELCORE_DEVICE = env_choice("MODELCORE_DEVICE", "auto", ("auto", "cpu", "cuda"
 # a job whose worker died is resumed from its checkpoint once the lease lapses, up to MAX_ATTEMPTS runs.
 TRAINING_MAX_ATTEMPTS = env_int("TRAINING_MAX_ATTEMPTS", 3, minimum=1)
 TRAINING_LEASE_SECONDS = env_int("TRAINING_LEASE_SECONDS", 60, minimum=2)
+# Memory of a training worker: a job whose weights, gradients and optimizer state need more is refused.
+TRAINING_WORKER_MEMORY_GIB = env_int("TRAINING_WORKER_MEMORY_GIB", 8, minimum=1)
 TRAINING_UPLOAD_MAX_BYTES = env_int("TRAINING_UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
 
 # The decoding playground (docs/protocol.md): per-user limits, per-request caps, models kept warm per worker.

@@ -73,9 +73,21 @@ class JobForm(forms.Form):
         if not any(name in self.errors for name in KNOBS):
             words = {"heads": _("d_model (%(d)s) must be a multiple of the number of heads.") % {"d": data["d_model"]}}
             check_model(self, self._model(), words=words)
+        if not self.errors:
+            self._check_memory()
         if data.get("schedule") not in SCHEDULES:
             self.add_error("schedule", _("Unknown schedule."))
         return data
+
+    def _check_memory(self) -> None:
+        """Refuse a model whose weights, gradients and Adam's two moments alone outgrow the training worker."""
+        needed = training_state_bytes(self._model())
+        limit = settings.TRAINING_WORKER_MEMORY_GIB * 2**30
+        if needed > limit:
+            self.add_error(None, _(
+                "This model needs %(needed).1f GiB for its weights, gradients and optimizer state alone; the training "
+                "worker has %(limit)d GiB. Use fewer layers or a smaller d_model or d_ff."
+            ) % {"needed": needed / 2**30, "limit": settings.TRAINING_WORKER_MEMORY_GIB})
 
     def train_config(self) -> dict[str, Any]:
         """The TrainConfig fields of the job this form describes (call after is_valid)."""
@@ -83,6 +95,18 @@ class JobForm(forms.Form):
 
     def _model(self) -> dict[str, Any]:
         return model_overrides(**{name: self.cleaned_data[name] for name in KNOBS})
+
+
+def training_state_bytes(model: dict[str, Any], vocab_size: int = 1024) -> int:
+    """fp32 weights, their gradients and Adam's two moments: 16 bytes a parameter (counted on the meta device)."""
+    import torch
+
+    from modelcore.config import ModelConfig
+    from modelcore.model import EncoderDecoder
+
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        built = EncoderDecoder(ModelConfig(**{**model, "src_vocab_size": vocab_size, "tgt_vocab_size": vocab_size}))
+    return 16 * sum(p.numel() for p in built.parameters())
 
 
 class DatasetForm(forms.Form):

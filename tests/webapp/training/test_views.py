@@ -117,3 +117,13 @@ def test_cancelling_a_running_job_asks_its_run_to_stop(client_as, admin, job):
 
 def _cell(html: str, testid: str) -> str:
     return html.split(f'data-testid="{testid}"', 1)[1].split("</td>", 1)[0]
+
+
+def test_a_model_the_training_worker_cannot_hold_is_refused(client_as, admin, settings):
+    big = {**VALID_FORM, "layers": "12", "d_model": "1024", "n_heads": "16", "d_ff": "8192"}  # 8.3 GiB of state
+    response = client_as(admin).post("/training/new/", big)
+    assert response.status_code == 400
+    assert "for its weights, gradients and optimizer state alone" in response.content.decode()
+    assert not TrainingJob.objects.exists()
+    settings.TRAINING_WORKER_MEMORY_GIB = 16  # a bigger worker takes it
+    assert client_as(admin).post("/training/new/", big).status_code == 302

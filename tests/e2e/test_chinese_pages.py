@@ -108,6 +108,10 @@ def test_a_beam_search_reads_in_chinese(asgi_server, pages_to_walk, page_factory
     sign_in(page, asgi_server, "student")
     page.goto(asgi_server + "/playground/")
     page.wait_for_function(f"{STATUS}.startsWith('准备就绪')")
+    page.get_by_test_id("source").fill("   ")  # the server refuses it; the reason reads in Chinese
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.includes('源句是空的')")
+    assert_chinese(page, "the playground after an error", "student")
     page.check("input[name=strategy][value=beam]")
     page.get_by_test_id("source").fill("昨天我在花园里画了三条大鱼。")
     page.get_by_test_id("run").click()

@@ -49,3 +49,13 @@ def test_the_catalogue_compiles_with_its_format_strings_checked(tmp_path):
     result = subprocess.run(["msgfmt", "--check-format", "-o", str(tmp_path / "django.mo"), str(ROOT / CATALOGUE)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_server_error_page_speaks_the_readers_language():
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    with translation.override("zh-hans"):
+        page = render_to_string("500.html")
+    assert "服务器这边出了问题" in page and 'lang="zh-hans"' in page
+    assert "went wrong" not in page

@@ -5,12 +5,15 @@ client address is the connection's, unless that connection comes from a proxy th
 listed in TRUSTED_PROXIES: then it is the right-most address of CLIENT_IP_HEADER that is not
 itself a trusted proxy (the left part of that header is whatever the client wrote). An address
 that fails AXES_ADDRESS_FAILURE_LIMIT times across any usernames is locked for every username.
+Registration is throttled per client address too (REGISTRATIONS_PER_HOUR, counted in Redis).
 """
 from __future__ import annotations
 
 import ipaddress
+import logging
 from typing import Any
 
+import redis
 from axes.attempts import get_cool_off_threshold
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_failure_limit
@@ -18,6 +21,10 @@ from axes.models import AccessAttempt
 from django.conf import settings
 from django.db.models import Sum
 from django.http import HttpRequest
+
+log = logging.getLogger(__name__)
+
+REGISTRATION_WINDOW_S = 3600
 
 
 def _trusted(address: str) -> bool:
@@ -58,3 +65,28 @@ class AccountAndAddressHandler(AxesDatabaseHandler):
         if by_address >= settings.AXES_ADDRESS_FAILURE_LIMIT:  # on axes' scale: this counts as locked
             return max(failures, get_failure_limit(request, credentials))
         return failures
+
+
+def _registrations_key(request: HttpRequest) -> str:
+    return f"encdec:registrations:{client_ip(request)}"
+
+
+def registration_allowed(request: HttpRequest) -> bool:
+    """Whether this client address made fewer than REGISTRATIONS_PER_HOUR accounts in the last hour."""
+    try:
+        made = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).get(_registrations_key(request))
+    except redis.RedisError:  # the throttle is down, not registration
+        log.warning("registration throttle unavailable", exc_info=True)
+        return True
+    return int(made or 0) < settings.REGISTRATIONS_PER_HOUR
+
+
+def registration_made(request: HttpRequest) -> None:
+    """Count one account made from this client address (the count expires an hour after the first)."""
+    try:
+        pipe = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).pipeline()
+        pipe.set(_registrations_key(request), 0, ex=REGISTRATION_WINDOW_S, nx=True)  # the hour starts at the first
+        pipe.incr(_registrations_key(request))
+        pipe.execute()
+    except redis.RedisError:
+        log.warning("registration throttle unavailable", exc_info=True)

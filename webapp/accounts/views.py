@@ -6,8 +6,10 @@ from django.contrib.auth import login
 from django.contrib.auth.views import LoginView, LogoutView
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 
 from webapp.accounts.forms import StudentRegistrationForm
+from webapp.accounts.lockout import registration_allowed, registration_made
 from webapp.accounts.services import user_register_student
 
 
@@ -32,12 +34,16 @@ def register(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect(settings.LOGIN_REDIRECT_URL)
     form = StudentRegistrationForm(request.POST or None)
+    if request.method == "POST" and not registration_allowed(request):
+        form.add_error(None, _("Too many accounts were made from this address in the last hour; try again later."))
+        return render(request, "accounts/register.html", {"form": form}, status=429)
     if request.method == "POST" and form.is_valid():
         user = user_register_student(
             username=form.cleaned_data["username"],
             password=form.cleaned_data["password1"],
             email=form.cleaned_data.get("email") or "",
         )
+        registration_made(request)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect(settings.LOGIN_REDIRECT_URL)
     return render(request, "accounts/register.html", {"form": form}, status=400 if form.errors else 200)

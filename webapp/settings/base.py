@@ -108,6 +108,8 @@ LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "accounts:login"
 # Students may create their own accounts unless an operator turns it off.
 REGISTRATION_OPEN = env_bool("REGISTRATION_OPEN", True)
+# Accounts one client address may make in an hour (a class behind one address registers at once).
+REGISTRATIONS_PER_HOUR = env_int("REGISTRATIONS_PER_HOUR", 40, minimum=1)
 
 # Lock an account/IP pair out after repeated failed logins (django-axes).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)

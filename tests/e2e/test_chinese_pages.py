@@ -19,6 +19,7 @@ NAMES = {
     "kv", "ms", "kb", "mb", "top-k", "top-p", "ln", "lr", "max", "warmup", "relu", "softmax", "csv", "tsv", "utf-8",
     "understanding", "the", "difficulty", "of", "training", "transformers",  # Liu et al.'s title, quoted as published
     "query", "key", "value", "dropout",  # glossed beside their Chinese names
+    "axes",  # django-axes, a library's name in the admin
     "zh-en-post", "zh-en-pre", "reverse", "copy", "sort", "add", "zh-en", "bpe", "char", "word", "noam", "d_model",
 }
 # Where English belongs: code, formulas, the language switch, user data and the model's own English output.
@@ -82,7 +83,7 @@ def pages_to_walk(transactional_db, zh_en):  # noqa: F811 (fixture)
                                      config={"train": config, "task_options": {}})
     return ["/", "/playground/", "/models/", f"/models/{zh_en}/", "/experiments/", "/experiments/norm-position/",
             "/experiments/residuals/", "/experiments/layernorm/", f"/experiments/runs/{run.pk}/", "/training/",
-            "/training/new/", "/training/datasets/", f"/training/jobs/{job.pk}/", "/no-such-page/"]
+            "/training/new/", "/training/datasets/", f"/training/jobs/{job.pk}/", "/no-such-page/", "/admin/"]
 
 
 def test_every_page_reads_in_chinese(asgi_server, pages_to_walk, page_factory):

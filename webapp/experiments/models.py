@@ -35,6 +35,8 @@ class ExperimentRun(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["owner", "created_at"])]
+        verbose_name = _("experiment run")
+        verbose_name_plural = _("experiment runs")
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class TrainedModel(models.Model):
@@ -27,6 +28,8 @@ class TrainedModel(models.Model):
 
     class Meta:
         ordering = ["-published", "task", "name"]
+        verbose_name = _("trained model")
+        verbose_name_plural = _("trained models")
 
     def __str__(self) -> str:
         return self.title or self.name

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class TrainingConfig(AppConfig):
     name = "webapp.training"
     label = "training"
-    verbose_name = "Training jobs"
+    verbose_name = _("Training jobs")

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import F, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from webapp.core.jobs import JobStatus
 
@@ -29,6 +30,8 @@ class Dataset(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = _("dataset")
+        verbose_name_plural = _("datasets")
 
     def __str__(self) -> str:
         return self.name
@@ -76,6 +79,8 @@ class TrainingJob(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "queued_at"])]
+        verbose_name = _("training job")
+        verbose_name_plural = _("training jobs")
 
     def __str__(self) -> str:
         return f"job {self.pk} ({self.source_label}, {self.status})"

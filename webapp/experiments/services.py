@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -75,6 +76,9 @@ def experiment_run_request(*, user: Any, kind: str, params: dict[str, Any]) -> R
                 result=shipped, shipped=True, finished_at=timezone.now(),
             )
             return Requested(run, created=False)
+        # One launch at a time per user, so two at once cannot both take the last run of the quota
+        # (on PostgreSQL the count below would not see the other's uncommitted run).
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         left = experiment_quota_left(user=user)
         if left is not None and left <= 0:
             raise QuotaExceeded(f"You have used your {daily_quota()} experiment runs for today.")

@@ -59,6 +59,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "webapp.core.busy.BusyDatabaseMiddleware",
     # Axes must come last: it inspects the outcome of authentication.
     "axes.middleware.AxesMiddleware",
 ]
@@ -95,6 +96,10 @@ DATABASES = {
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # IMMEDIATE: a transaction takes the write lock when it begins, so a busy database waits its turn
+    # (up to `timeout` seconds) instead of failing at once on a read lock it cannot upgrade.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

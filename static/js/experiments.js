@@ -1,5 +1,6 @@
 // Experiment pages: draw every figure set, and follow launched runs live over /ws/experiments/<id>/.
 import { chartLabel } from "./chart_labels.js";
+import { liveSocket } from "./socket.js";
 
 const CONFIG = { responsive: true, displaylogo: false };
 
@@ -28,16 +29,13 @@ function followRun(panel) {
   const labels = JSON.parse(panel.dataset.statusLabels || "{}");
   const arms = new Map(); // arm label -> trace index of the live loss chart
   if (live) Plotly.newPlot(live, [], { margin: { t: 30 }, title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } } }, CONFIG);
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${scheme}://${location.host}/ws/experiments/${panel.dataset.runId}/`);
   const setProgress = (p) => { bar.style.width = `${Math.round(p * 100)}%`; bar.parentElement.setAttribute("aria-valuenow", Math.round(p * 100)); };
   const showResult = () => {
     socket.close();
     setProgress(1);
     htmx.ajax("GET", panel.dataset.resultUrl, { target: panel.querySelector(".run-result"), swap: "innerHTML" });
   };
-  socket.addEventListener("message", (event) => {
-    const frame = JSON.parse(event.data);
+  const onFrame = (frame) => {
     if (frame.status) { status.textContent = labels[frame.status] || frame.status; panel.dataset.status = frame.status; }
     if (typeof frame.progress === "number") setProgress(frame.progress);
     if (frame.type === "progress" && live && frame.arm !== undefined && typeof frame.loss === "number") {
@@ -53,7 +51,8 @@ function followRun(panel) {
       status.textContent = `${labels.failed || "failed"}: ${frame.message || frame.error || ""}`;
       socket.close();
     }
-  });
+  };
+  const socket = liveSocket(`/ws/experiments/${panel.dataset.runId}/`, { onFrame });
 }
 
 function setUp(root) {

@@ -1,5 +1,6 @@
 // The playground page: the form, the /ws/decode/ socket, the output, and the views (playground_views.js).
 import { Views, beamPath } from "./playground_views.js";
+import { liveSocket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
 const strings = JSON.parse($("pg-strings").textContent);
@@ -27,30 +28,26 @@ function status(text, isError = false) {
 // -- the socket ------------------------------------------------------------------------------------
 
 let socket = null;
-let retry = 500;
 
 function connect() {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  socket = new WebSocket(`${scheme}://${location.host}${form.dataset.socket}`);
-  socket.addEventListener("open", () => {
-    state.open = true;
-    retry = 500;
-    status(say("ready"));
-    refreshButtons();
-  });
-  socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
-  socket.addEventListener("close", () => {
-    state.open = false;
-    state.request = null;
-    refreshButtons();
-    status(say("reconnecting"), true);
-    setTimeout(connect, retry);
-    retry = Math.min(retry * 2, 8000);
+  socket = liveSocket(form.dataset.socket, {
+    onFrame,
+    onOpen() {
+      state.open = true;
+      status(say("ready"));
+      refreshButtons();
+    },
+    onClose(event, again) {
+      state.open = false;
+      state.request = null;
+      refreshButtons();
+      status(again ? say("reconnecting") : say("error", { code: event.code, message: event.reason }), true);
+    },
   });
 }
 
 function send(frame) {
-  if (state.open) socket.send(JSON.stringify(frame));
+  if (state.open) socket.send(frame);
 }
 
 // -- the form --------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 // The nav badge: how many of my training jobs are queued or running, kept live by /ws/notify/.
-const badge = document.querySelector('[data-testid="training-badge"]');
+import { liveSocket } from "./socket.js";
+
+const badge = document.getElementById("training-badge");
 
 function show(active) {
   badge.textContent = String(active);
@@ -7,14 +9,8 @@ function show(active) {
   badge.style.display = active === 0 ? "none" : "";
 }
 
-function connect() {
-  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-  const socket = new WebSocket(`${scheme}${location.host}/ws/notify/`);
-  socket.onmessage = (event) => {
-    const frame = JSON.parse(event.data);
-    if (frame.type === "training" && typeof frame.active === "number") show(frame.active);
-  };
-  socket.onclose = () => setTimeout(connect, 5000);
+function onFrame(frame) {
+  if (frame.type === "training" && typeof frame.active === "number") show(frame.active);
 }
 
-if (badge) connect();
+if (badge) liveSocket("/ws/notify/", { onFrame });

@@ -1,13 +1,14 @@
 // One training job, live: the server's snapshot first, then each step, log line and status change
 // from /ws/training/<id>/. Steps at or below the last one drawn are skipped, so a reconnect never doubles a point.
 import { chartLabel } from "./chart_labels.js";
+import { liveSocket } from "./socket.js";
 
 const root = document.getElementById("job");
 const jobId = root.dataset.job;
 const FINAL = new Set(["succeeded", "failed", "cancelled"]);
 const EVAL_KEYS = ["exact_match", "token_accuracy", "bleu"];
 const LABELS = JSON.parse(document.getElementById("status-labels").textContent);  // in the page's language
-const el = (id) => document.querySelector(`[data-testid="${id}"]`);
+const el = (role) => root.querySelector(`[data-role="${role}"]`);
 let lastStep = 0;
 let status = null;
 
@@ -38,15 +39,15 @@ function drawSnapshot(snapshot) {
 
 function setProgress(step, steps) {
   const percent = status === "succeeded" ? 100 : Math.floor((100 * step) / Math.max(steps, 1));
-  const bar = el(`progress-${jobId}`);
+  const bar = el("progress");
   bar.setAttribute("aria-valuenow", String(percent));
   bar.firstElementChild.style.width = `${percent}%`;
-  el(`percent-${jobId}`).textContent = `${percent} %`;
+  el("percent").textContent = `${percent} %`;
   el("step").textContent = String(step);
 }
 
 function setStatus(next, frame) {
-  const badge = el(`status-${jobId}`);
+  const badge = el("status");
   const changed = status !== null && status !== next;
   status = next;
   badge.dataset.status = next;
@@ -78,18 +79,12 @@ function appendLog(line) {
   if (atBottom) log.scrollTop = log.scrollHeight;
 }
 
-function connect() {
-  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-  const socket = new WebSocket(scheme + location.host + root.dataset.socket);
-  socket.onmessage = (event) => {
-    const frame = JSON.parse(event.data);
-    if (frame.type === "snapshot") drawSnapshot(frame);
-    else if (frame.type === "step") onStep(frame);
-    else if (frame.type === "log") appendLog(frame.line);
-    else if (frame.type === "status") setStatus(frame.status, frame);
-  };
-  socket.onclose = () => { if (!FINAL.has(status)) setTimeout(connect, 2000); };
+function onFrame(frame) {
+  if (frame.type === "snapshot") drawSnapshot(frame);
+  else if (frame.type === "step") onStep(frame);
+  else if (frame.type === "log") appendLog(frame.line);
+  else if (frame.type === "status") setStatus(frame.status, frame);
 }
 
 drawSnapshot(JSON.parse(document.getElementById("job-snapshot").textContent));
-if (!FINAL.has(status)) connect();
+if (!FINAL.has(status)) liveSocket(root.dataset.socket, { onFrame, reconnect: () => !FINAL.has(status) });

@@ -22,7 +22,8 @@ def figures_of(response) -> dict:
 
 @pytest.mark.parametrize(("path", "expected"), [
     ("/experiments/norm-position/", {"init_decoder", "init_encoder", "loss", "accuracy", "heatmap_post",
-                                     "heatmap_pre", "warmup_loss"}),
+                                     "heatmap_pre", "warmup_loss", "depth_decoder",
+                                     "depth_decoder_scaled"}),
     ("/experiments/residuals/", {"init_decoder_6", "init_encoder_24", "drift_cosine", "drift_distance",
                                  "drift_positions", "drift_spread", "loss"}),
     ("/experiments/layernorm/", {"positions_layernorm", "positions_rmsnorm", "means", "variances", "loss"}),
@@ -151,3 +152,14 @@ def test_parameters_that_ship_come_back_done_at_once(client_as, student):
 
 def test_an_unknown_run_is_404(client_as, student):
     assert client_as(student).get("/experiments/runs/999/").status_code == 404
+
+
+def test_the_depth_sweep_draws_both_layouts_at_6_12_and_24_layers(client_as, student):
+    figures = figures_of(client_as(student).get("/experiments/norm-position/"))
+    traces = {trace["name"]: trace for trace in figures["depth_decoder_scaled"]["data"]}
+    assert set(traces) == {"Post-LN", "Pre-LN"}
+    assert all(trace["x"] == [6, 12, 24] for trace in traces.values())
+    pre = traces["Pre-LN"]["y"]
+    assert max(pre) / min(pre) < 1.1  # the Pre-LN gradient times √L stays put: the 1/√L of Xiong et al.'s bound
+    post = figures["depth_decoder"]["data"][0]["y"]
+    assert max(post) / min(post) < 1.1  # Post-LN's last-layer gradient does not change with depth

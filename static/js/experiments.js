@@ -48,7 +48,10 @@ function followRun(panel) {
     if (frame.type === "done" || (frame.type === "state" && frame.status === "succeeded")) showResult();
     if (frame.type === "failed" || (frame.type === "state" && frame.status === "failed")) {
       panel.dataset.status = "failed";
-      status.textContent = `${labels.failed || "failed"}: ${frame.message || frame.error || ""}`;
+      // The program's own words (English, like a traceback's) shown as code beside the translated status.
+      const detail = document.createElement("code");
+      detail.textContent = frame.message || frame.error || "";
+      status.replaceChildren(`${labels.failed || "failed"}: `, detail);
       socket.close();
     }
   };

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import dj_database_url
 import plotly
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.utils.translation import gettext_lazy as _
 
 from webapp.settings.env import (
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -217,5 +219,22 @@ LOGGING = {
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie; kept readable for JS modules.
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): scripts, sockets and everything else from this site only.
+# Inline style attributes stay allowed: the templates size progress bars with them and htmx and
+# plotly.js insert <style> elements; no page runs an inline script.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],  # fetch and the WebSockets (ws:/wss: of this host)
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

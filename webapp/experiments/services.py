@@ -18,6 +18,7 @@ from modelcore.experiments import canonical_params, run_experiment
 from webapp.accounts.roles import Role, has_role
 from webapp.celery import app
 from webapp.core.feed import Feed, group_frame
+from webapp.core.redact import without_paths
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES, shipped_results
 
@@ -125,7 +126,8 @@ def _execute(run: ExperimentRun, feed: Feed, group: str) -> None:
     try:
         result = run_experiment(run.kind, run.params, on_progress=_progress_reporter(run, feed, group))
     except Exception as error:  # a bad run must end marked failed, never stay "running"
-        run.status, run.error, run.finished_at = ExperimentRun.Status.FAILED, f"{type(error).__name__}: {error}", timezone.now()
+        reported = without_paths(f"{type(error).__name__}: {error}")  # the student sees it; paths stay in the log
+        run.status, run.error, run.finished_at = ExperimentRun.Status.FAILED, reported, timezone.now()
         run.save(update_fields=["status", "error", "finished_at", "updated_at"])
         feed.send(group, group_frame({"type": "failed", "message": run.error}))
         logger.exception("experiment run %s failed", run.pk)

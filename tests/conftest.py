@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.services",
     "tests.fixtures.browser",
     "tests.fixtures.models",
+    "tests.fixtures.demo",
 ]

@@ -3,16 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_sign_in import PASSWORD, sign_in
-from tests.webapp.experiments.conftest import empty_training_queue  # noqa: F401 (a fixture)
-from webapp.accounts.services import demo_accounts_ensure
+from tests.fixtures.demo import sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-@pytest.fixture
-def demo(transactional_db):
-    demo_accounts_ensure(password=PASSWORD)
 
 
 def traces(page, figure: str) -> int:

@@ -3,29 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_sign_in import PASSWORD, sign_in
-from webapp.accounts.services import demo_accounts_ensure
+from tests.fixtures.demo import STATUS, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SENTENCE = "昨天我在花园里画了三条大鱼。"  # "i drew three big fish in the garden yesterday ."
-STATUS = "document.querySelector('[data-testid=status]').textContent"
 TOKENS = "document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length"
-
-
-@pytest.fixture
-def demo(transactional_db):
-    demo_accounts_ensure(password=PASSWORD)
-
-
-@pytest.fixture
-def zh_en(transactional_db):
-    """The shipped Post-LN zh-en model, registered as `make setup` registers it."""
-    from webapp.registry.services import shipped_models_register
-
-    names = [model.name for model in shipped_models_register()]
-    assert "zh-en-post" in names, f"modelcore/shipped has no zh-en-post model (it has: {names})"
-    return "zh-en-post"
 
 
 def open_playground(page, base: str, model: str) -> None:

@@ -3,27 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.accounts.services import demo_accounts_ensure
+from tests.fixtures.demo import sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-PASSWORD = "demo-e2e-pass-31"
 # role -> (test id that only this role's home shows, heading text in English, in Chinese)
 CARDS = {"student": "role-student", "instructor": "role-instructor", "admin": "admin-card"}
-
-
-def sign_in(page, base: str, username: str) -> None:
-    page.goto(base + "/")
-    assert "/accounts/login/" in page.url  # anonymous visitors land on the login page
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit].primary")
-    page.wait_for_url(base + "/")
-
-
-@pytest.fixture
-def demo(transactional_db):
-    demo_accounts_ensure(password=PASSWORD)
 
 
 @pytest.mark.parametrize("username", ["student", "instructor", "admin"])

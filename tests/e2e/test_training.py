@@ -3,26 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.accounts.services import demo_accounts_ensure
+from tests.fixtures.demo import PASSWORD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.services]
 
-PASSWORD = "demo-e2e-pass-31"
 SMALL_JOB = {"layers": "2", "d_model": "32", "n_heads": "2", "d_ff": "64", "steps": "40", "batch_size": "32",
              "warmup_steps": "10", "checkpoint_every": "10", "eval_every": "20"}
-
-
-@pytest.fixture
-def demo(transactional_db):
-    demo_accounts_ensure(password=PASSWORD)
-
-
-@pytest.fixture
-def empty_training_queue(redis_server: str) -> None:
-    """Messages other tests left on the `training` queue must not keep this test's worker busy."""
-    import redis
-
-    redis.Redis.from_url(redis_server).delete("training")
 
 
 def test_an_admin_queues_a_job_watches_it_finish_and_finds_its_model(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SourceError, Tokenizer
 
 ZH = ["我的猫喜欢吃鱼。", "昨天他们在公园里没有看见那只狗。", "这本书很好 看"]
 EN = ["the cat eats fish .", "they did not see that dog in the park yesterday .", "a red book"]
@@ -97,3 +97,15 @@ def test_joining_the_tokens_of_a_growing_output_reads_as_decoding_its_ids(kind: 
     for n in range(1, len(ids) + 1):  # the playground shows the text after every step
         assert tok.join([tok.id_to_token(i) for i in ids[:n]]) == tok.decode(ids[:n])
     assert tok.join([tok.id_to_token(i) for i in ids]) == texts[1]
+
+
+def test_a_source_is_its_ids_then_eos_refused_when_empty_or_too_long_and_cut_when_training() -> None:
+    tokenizer = Tokenizer.train(["abcd"], kind="char")
+    ids = tokenizer.encode("abc")
+    assert tokenizer.source_ids("abc", max_len=4) == [*ids, EOS_ID]
+    for text, max_len, code in [("   ", None, "empty_source"), ("", 4, "empty_source"), ("abcd", 4, "source_too_long")]:
+        with pytest.raises(SourceError) as caught:
+            tokenizer.source_ids(text, max_len)
+        assert caught.value.code == code
+    assert "5 tokens; the model takes at most 4" in str(caught.value)
+    assert tokenizer.source_ids("abcd", 4, truncate=True) == [*ids, EOS_ID]  # training keeps the pair, cut to fit

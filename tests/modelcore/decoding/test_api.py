@@ -41,22 +41,27 @@ def test_bad_parameters_raise_a_clear_error(fields: dict, message: str) -> None:
         DecodeParams(**fields)
 
 
-def test_bad_requests_raise_a_clear_error() -> None:
+def refusal(call) -> DecodeError:  # type: ignore[no-untyped-def]
+    with pytest.raises(DecodeError) as caught:
+        call()
+    return caught.value
+
+
+def test_bad_requests_raise_a_clear_error_with_a_code() -> None:
     model = tiny_model()
-    with pytest.raises(DecodeError, match="empty"):
-        decode_stream(model, [])
-    with pytest.raises(DecodeError, match="source ids"):
-        decode_stream(model, [5, 999])
-    with pytest.raises(DecodeError, match="source tokenizer"):
-        decode_stream(model, "hello")
+    for source, code, words in [([], "empty_source", "empty"), ([5, 999], "bad_source", "source ids"),
+                                ("hello", "bad_source", "source tokenizer"),
+                                ([5] * 513, "source_too_long", "513 tokens; the model takes at most 512")]:
+        error = refusal(lambda source=source: decode_stream(model, source))
+        assert error.code == code and words in str(error)
+    assert refusal(lambda: DecodeParams(beam_size=0)).code == "bad_params"
     with pytest.raises(DecodeError, match="forced_prefix"):
         decode_stream(model, SRC, DecodeParams(forced_prefix=(1,)))  # <bos> is not an output
     with pytest.raises(DecodeError, match="unknown decoding parameters: bogus"):
         DecodeParams.from_dict({"strategy": "greedy", "bogus": 1})
     decoder = BatchDecoder(model)
     decoder.add("x", SRC)
-    with pytest.raises(DecodeError, match="unique"):
-        decoder.add("x", SRC)
+    assert refusal(lambda: decoder.add("x", SRC)).code == "bad_request"
     with pytest.raises(DecodeError, match="no active request"):
         decoder.cancel("nope")
 
@@ -99,3 +104,25 @@ def test_text_in_text_out_through_a_saved_model_folder(tmp_path: Path) -> None:
     assert isinstance(final, DoneEvent)
     assert all(isinstance(e, TokenEvent) and e.token == tgt_tok.id_to_token(e.id) for e in tokens)
     assert final.text == tgt_tok.decode(final.ids) and len(final.text.split()) == 5
+
+
+@pytest.mark.parametrize(
+    ("params", "src_len", "max_tokens", "expected"),
+    [
+        (DecodeParams(), 5, 128, (20, 0)),  # twice the source plus 10
+        (DecodeParams(), 40, 128, (63, 0)),  # ... within the model's 64 positions (one holds <bos>)
+        (DecodeParams(max_len=30, min_len=4), 5, 12, (12, 4)),  # the server's cap
+        (DecodeParams(min_len=9), 5, 5, (5, 5)),  # min_len cut to fit under it
+        (DecodeParams(max_len=500), 5, 1000, (63, 0)),  # cut, not refused
+    ],
+)
+def test_a_server_caps_the_step_limit_instead_of_refusing(params, src_len, max_tokens, expected) -> None:
+    capped = params.capped(src_len, 64, max_tokens)
+    assert (capped.max_len, capped.min_len) == expected
+    assert capped.resolved_max_len(src_len, 64) == expected[0]  # and the decoder takes it as it is
+
+
+def test_an_explicit_max_len_past_the_models_positions_is_refused() -> None:
+    assert DecodeParams().resolved_max_len(5, 64) == 20
+    with pytest.raises(DecodeError, match="exceeds what the model's positions allow"):
+        DecodeParams(max_len=64).resolved_max_len(5, 64)

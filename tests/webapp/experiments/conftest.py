@@ -17,10 +17,3 @@ def launch_data() -> dict[str, Any]:
             "steps": 20, "batch_size": 8, "lr": 0.003, "warmup_steps": 0, "norm_position": "post",
             "norm": "layernorm", "residual": "on", "seeds": 1, "seed": 0}
 
-
-@pytest.fixture
-def empty_training_queue(redis_server: str) -> None:
-    """Drop messages other tests left on the `training` queue, so a worker here runs only this test's runs."""
-    import redis
-
-    redis.Redis.from_url(redis_server).delete("training")

@@ -62,3 +62,20 @@ def test_a_cancel_or_step_names_one_request_or_all():
     assert parse_target({"type": "step", "request_id": "abc"}) == "abc"
     with pytest.raises(ProtocolError):
         parse_target({"type": "cancel", "request_id": 12})
+
+
+@pytest.mark.parametrize("change", [{"min_len": 9, "max_len": 3}, {"strategy": "beam", "beam_size": 2, "n_best": 3},
+                                    {"temperature": -1}, {"early_stop": "no"}])
+def test_the_search_fields_are_refused_with_the_decoding_engines_own_words(change):
+    from modelcore.decoding.params import DecodeError, DecodeParams
+
+    with pytest.raises(DecodeError) as engine:
+        DecodeParams.from_dict({"strategy": "greedy", **change})
+    error = refused({**GOOD, **change})
+    assert (error.code, error.message) == ("bad_params", str(engine.value))
+
+
+def test_the_playgrounds_caps_are_tighter_than_the_engines():
+    assert "at most 8" in refused({**GOOD, "strategy": "beam", "beam_size": 9}).message
+    assert "at most 40" in refused({**GOOD, "min_len": 41}).message
+    assert parse_decode({**GOOD, "strategy": "beam", "beam_size": 8}, LIMITS).params["beam_size"] == 8

@@ -32,10 +32,3 @@ def store(settings, tmp_path: Path) -> Path:
     settings.MODEL_STORE.mkdir()
     return settings.MODEL_STORE
 
-
-@pytest.fixture
-def empty_training_queue(redis_server: str) -> None:
-    """Drop messages other tests left on the `training` queue, so a worker here runs only this test's jobs."""
-    import redis
-
-    redis.Redis.from_url(redis_server).delete("training")

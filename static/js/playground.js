@@ -206,7 +206,10 @@ function onDone(request, frame) {
   $("pg-output").textContent = frame.text ?? "";
   if (request.start.params.strategy === "beam") showPath(beamPath(request.steps, frame));
   const reason = strings[`reason_${frame.reason}`] || frame.reason;
-  status(say("done", { n: frame.steps, reason }));
+  // Beam search runs more steps than its best hypothesis has tokens: count that hypothesis's (and its <eos>), as greedy does.
+  const beam = request.start.params.strategy === "beam";
+  const n = beam ? frame.ids.length + (frame.reason === "eos" ? 1 : 0) : frame.steps;
+  status(say("done", { n, reason }));
   const timings = frame.timings || {};
   const facts = [
     [say("first_token"), timings.first_token_ms != null ? `${timings.first_token_ms.toFixed(0)} ms` : "—"],

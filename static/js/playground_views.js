@@ -125,8 +125,13 @@ export class Views {
     this.cross(rows, src, out, layer, head);
     this.self(rows, out, layer, head);
     this.encoder(request.start, src, encLayer, head);
-    this.topk(steps[steps.length - 1]);
-    if (request.start.params.strategy === "beam") this.beams(steps);
+    if (request.start.params.strategy === "beam") {
+      const path = beamPath(steps, request.done);
+      this.pathProbs(path, Boolean(request.done));
+      this.beams(steps, path);
+    } else {
+      this.topk(steps[steps.length - 1]);
+    }
     this.cache(steps);
   }
 
@@ -159,45 +164,69 @@ export class Views {
 
   topk(step) {
     if (!step) return;
-    const bars = step.type === "beams"
-      ? step.beams.map((beam, i) => ({ token: `${i}: ${beam.token}`, prob: beam.prob, chosen: i === 0 }))
-      : step.alternatives.map((alt) => ({ token: alt.token, prob: alt.prob, chosen: alt.id === step.id }));
+    const bars = step.alternatives.map((alt) => ({ token: alt.token, prob: alt.prob, chosen: alt.id === step.id }));
+    this.bars(bars, `${this.s.step} ${step.seq}`);
+  }
+
+  // Beam search has no one distribution to show: each token of the shown hypothesis and its probability given
+  // the tokens before it, titled as the live top beam while the search runs and the best hypothesis once done.
+  pathProbs(path, done) {
+    if (!path.length) return;
+    const bars = path.map((beam, k) => ({ token: `${k}: ${beam.token}`, prob: beam.prob, chosen: true }));
+    this.bars(bars, done ? this.s.best_hypothesis : this.s.top_beam);
+  }
+
+  bars(bars, title) {
     const trace = {
       type: "bar", x: bars.map((b) => b.token), y: bars.map((b) => b.prob),
       marker: { color: bars.map((b) => (b.chosen ? ACCENT : "#aab4c5")) },
       hovertemplate: `%{x}: %{y:.3f}<extra></extra>`,
     };
     const layout = { margin: { ...MARGIN, l: 50 }, yaxis: { range: [0, 1], title: this.s.probability },
-                     xaxis: { type: "category", title: `${this.s.step} ${step.seq}` } };
+                     xaxis: { type: "category", title: { text: title } } };
     Plotly.react("view-topk", [trace], layout, CONFIG);
   }
 
-  beams(steps) {
+  // The tree: every live beam a point (hover for its token), the shown hypothesis's tokens written out, and each
+  // finished hypothesis a star beside the beam it ended from, so no mark sits on a row the search never had.
+  beams(steps, path) {
     const lines = { x: [], y: [] };
     const nodes = { x: [], y: [], text: [] };
+    const shown = { x: [], y: [], text: [] };
     const ends = { x: [], y: [], text: [] };
+    let ids = [[]]; // each live beam's token ids, parent by parent
     steps.forEach((step, s) => {
-      step.beams.forEach((beam, i) => {
-        nodes.x.push(s);
-        nodes.y.push(i);
-        nodes.text.push(beam.token);
-        if (s > 0) lines.x.push(s - 1, s, null), lines.y.push(beam.parent, i, null);
-      });
-      step.finished.forEach((hyp, k) => {
-        ends.x.push(s);
-        ends.y.push(step.beams.length + k);
+      const previous = ids;
+      step.finished.forEach((hyp) => {
+        const from = previous.findIndex((row) => row.length === hyp.ids.length && row.every((id, k) => id === hyp.ids[k]));
+        const row = Math.max(0, from);
+        ends.x.push(s), ends.y.push(row + 0.4);
         ends.text.push(`${hyp.text} (${hyp.score.toFixed(2)})`);
+        if (s > 0 && from >= 0) lines.x.push(s - 1, s, null), lines.y.push(row, row + 0.4, null);
+      });
+      ids = step.beams.map((beam) => [...(previous[beam.parent] || []), beam.id]);
+      step.beams.forEach((beam, i) => {
+        nodes.x.push(s), nodes.y.push(i), nodes.text.push(beam.token);
+        if (s > 0) lines.x.push(s - 1, s, null), lines.y.push(beam.parent, i, null);
+        if (path[s] === beam) shown.x.push(s), shown.y.push(i), shown.text.push(beam.token);
       });
     });
     const traces = [
-      { type: "scatter", mode: "lines", ...lines, line: { color: "#aab4c5" }, hoverinfo: "skip" },
-      { type: "scatter", mode: "markers+text", ...nodes, textposition: "top center", marker: { color: ACCENT },
+      { type: "scatter", mode: "lines", ...lines, line: { color: "#aab4c5", width: 1 }, hoverinfo: "skip" },
+      { type: "scatter", mode: "markers", ...nodes, marker: { color: "#aab4c5", size: 7 },
         hovertemplate: "%{text}<extra></extra>" },
-      { type: "scatter", mode: "markers", ...ends, marker: { symbol: "star", size: 12, color: "#13795b" },
+      { type: "scatter", mode: "markers+text", ...shown, textposition: "top center", textfont: { size: 11 },
+        marker: { color: ACCENT, size: 9 }, hovertemplate: "%{text}<extra></extra>" },
+      { type: "scatter", mode: "markers", ...ends, marker: { symbol: "star", size: 11, color: "#13795b" },
         hovertemplate: "%{text}<extra></extra>" },
     ];
-    const layout = { margin: { ...MARGIN, l: 40 }, showlegend: false, xaxis: { title: this.s.step, dtick: 1 },
-                     yaxis: { autorange: "reversed", dtick: 1 } };
+    const rows = Math.max(...steps.map((step) => step.beams.length), 1);
+    const height = Math.max(260, 80 + rows * 42); // a row of labels for each beam, up to 8
+    document.getElementById("view-beams").style.height = `${height}px`;
+    const layout = { margin: { ...MARGIN, l: 50 }, showlegend: false, height,
+                     xaxis: { title: this.s.step, dtick: 1, range: [-0.6, steps.length - 0.4] },
+                     yaxis: { title: this.s.beam_rank, dtick: 1, tickformat: "d",
+                              range: [rows - 0.4, -0.6] } };
     Plotly.react("view-beams", traces, layout, CONFIG);
   }
 

@@ -68,3 +68,39 @@ def test_in_step_mode_one_click_gives_exactly_one_token(asgi_server, demo, zh_en
     assert len(page.get_by_test_id("output").inner_text().split()) == 3
     page.get_by_test_id("cancel").click()
     page.wait_for_function(f"{STATUS}.startsWith('Done')")
+
+
+def test_beam_mode_shows_the_best_hypothesis_in_every_view(asgi_server, demo, zh_en, page_factory, start_worker):
+    start_worker("interactive")
+    page = page_factory("en-US")
+    open_playground(page, asgi_server, zh_en)
+    page.get_by_test_id("source").fill("我的猫追了一只老鼠。")
+    page.get_by_test_id("pace").select_option("0")
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
+    greedy_status = page.get_by_test_id("status").inner_text()
+    page.check("input[name=strategy][value=beam]")
+    page.fill("input[name=beam_size]", "8")
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
+
+    words = page.get_by_test_id("output").inner_text().split()
+    chips = page.eval_on_selector_all("[data-testid=output-tokens] .pg-tok", "els => els.map(e => e.firstChild.textContent)")
+    assert chips == words
+    for view in ("view-cross", "view-self"):  # the rows' labels are the hypothesis's tokens, in order
+        labels = page.evaluate(f"document.getElementById('{view}').layout.yaxis.ticktext")
+        assert labels == [f"{i}: {word}" for i, word in enumerate(words)], view
+    # The status counts the best hypothesis's tokens and its end token, as greedy does for the same output.
+    assert page.get_by_test_id("status").inner_text() == greedy_status
+    assert f"{len(words) + 1} tokens" in greedy_status
+    topk = page.evaluate("(() => { const p = document.getElementById('view-topk'); "
+                         "return {x: p.data[0].x, title: p.layout.xaxis.title.text}; })()")
+    assert topk["x"] == [f"{i}: {word}" for i, word in enumerate(words)]
+    assert topk["title"].startswith("the best hypothesis")
+    tree = page.evaluate("""(() => { const p = document.getElementById('view-beams');
+        return {rows: Math.max(...p.data[1].y) + 1, stars: p.data[3].y, labels: p.data[2].text,
+                height: p.getBoundingClientRect().height}; })()""")
+    assert tree["rows"] == 8
+    assert tree["stars"] and all(0 <= y < tree["rows"] for y in tree["stars"])  # beside a beam, not below the tree
+    assert tree["labels"] == words  # only the shown hypothesis is written out: no labels run into each other
+    assert tree["height"] >= 8 * 40

@@ -1,4 +1,4 @@
-"""Run the whole stack in the foreground: embedded Redis (unless REDIS_URL), ASGI server, two Celery workers.
+"""Run the whole stack in the foreground: embedded Redis (unless REDIS_URL), ASGI server, three Celery workers.
 
 One Ctrl-C (SIGINT) or SIGTERM stops every process started here; nothing is left behind.
 """
@@ -73,7 +73,9 @@ def main() -> int:
         children["web"] = _start(
             "web", [str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", port, "webapp.asgi:application"], env
         )
+        # Students' experiment runs have a worker of their own: they never wait behind an admin's training job.
         for queue, extra in (("interactive", ["--pool", "threads", "--concurrency", "4"]),
+                             ("experiments", ["--pool", "prefork", "--concurrency", "1"]),
                              ("training", ["--pool", "prefork", "--concurrency", "1"])):
             children[f"worker-{queue}"] = _start(
                 f"worker-{queue}",

@@ -1,4 +1,4 @@
-"""The Celery app: JSON only, prefetch 1, queues `interactive` (decoding) and `training` (long jobs)."""
+"""The Celery app: JSON only, prefetch 1, queues `interactive` (decoding), `experiments` (students' runs), `training`."""
 from __future__ import annotations
 
 import os
@@ -10,10 +10,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings.dev")
 
 app = Celery("webapp")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("interactive"), Queue("training"))
+app.conf.task_queues = (Queue("interactive"), Queue("experiments"), Queue("training"))
+# Experiment runs have their own queue and worker: a student's few-second run never waits behind a training job.
 app.conf.task_routes = {
     "webapp.training.*": {"queue": "training"},
-    "webapp.experiments.*": {"queue": "training"},
+    "webapp.experiments.*": {"queue": "experiments"},
     "webapp.core.*": {"queue": "interactive"},
     "webapp.playground.*": {"queue": "interactive"},
 }
@@ -27,7 +28,7 @@ def ping() -> str:
 
 
 class TrainingTask(app.Task):
-    """Base for long jobs on the `training` queue.
+    """Base for long jobs (the `training` and `experiments` queues).
 
     Acknowledged only after it finishes and re-queued if its worker dies, so a job killed mid-run
     is delivered again (it resumes from its last checkpoint). The broker's visibility timeout

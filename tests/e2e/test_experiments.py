@@ -32,7 +32,7 @@ def test_the_layernorm_page_in_chinese(asgi_server, demo, page_factory):
 
 @pytest.mark.usefixtures("empty_training_queue")
 def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, page_factory, start_worker):
-    start_worker("training")
+    start_worker("experiments")
     page = page_factory("en-US")
     sign_in(page, asgi_server, "student")
     page.goto(asgi_server + "/experiments/")

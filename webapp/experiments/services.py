@@ -1,4 +1,4 @@
-"""Experiment runs: keyed by their parameters, queued on the training queue, quota for non-admins."""
+"""Experiment runs: keyed by their parameters, queued on their own `experiments` queue, quota for non-admins."""
 from __future__ import annotations
 
 import hashlib
@@ -54,6 +54,35 @@ def experiment_quota_left(*, user: Any) -> int | None:
     since = timezone.now() - timedelta(days=1)
     used = ExperimentRun.objects.filter(owner=user, created_at__gte=since, shipped=False).count()
     return max(0, daily_quota() - used)
+
+
+TYPICAL_RUN_S = 10.0  # the wait estimate's run time before any run has finished here
+RECENT_RUNS = 20  # finished runs whose median time estimates the next ones'
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a queued run stands: its place (1 = next), the runs ahead of it, and roughly how long it will wait."""
+
+    place: int
+    ahead: int
+    wait_s: int
+
+
+def experiment_queue_place(*, run: ExperimentRun) -> QueuePlace | None:
+    """The queued run's place among the runs waiting for the experiments worker; None unless it is queued."""
+    if run.status != ExperimentRun.Status.QUEUED:
+        return None
+    runs = ExperimentRun.objects.filter(shipped=False)
+    waiting = runs.filter(status=ExperimentRun.Status.QUEUED, pk__lt=run.pk).count()
+    running = runs.filter(status=ExperimentRun.Status.RUNNING).count()
+    recent = runs.filter(status=ExperimentRun.Status.SUCCEEDED, started_at__isnull=False, finished_at__isnull=False)
+    took = sorted((r.finished_at - r.started_at).total_seconds()
+                  for r in recent.order_by("-finished_at").only("started_at", "finished_at")[:RECENT_RUNS])
+    typical = took[len(took) // 2] if took else TYPICAL_RUN_S
+    # One run at a time per worker: those running end in about half a run on average, then each one waiting in turn.
+    wait = (waiting + 0.5 * running) * typical / max(1, settings.EXPERIMENTS_WORKERS)
+    return QueuePlace(place=waiting + 1, ahead=waiting + running, wait_s=max(1, round(wait)))
 
 
 @dataclass

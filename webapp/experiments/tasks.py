@@ -1,4 +1,4 @@
-"""Celery tasks of the experiments (routed to the `training` queue by name)."""
+"""Celery tasks of the experiments (routed to the `experiments` queue by name)."""
 from __future__ import annotations
 
 from django.conf import settings

@@ -16,6 +16,7 @@ from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import (
     QuotaExceeded,
     experiment_page_results,
+    experiment_queue_place,
     experiment_quota_left,
     experiment_run_request,
 )
@@ -75,7 +76,8 @@ def launch(request: HttpRequest) -> HttpResponse:
         return _form_again(request, form, str(error), status=429)
     if not request.htmx:
         return redirect("experiments:run", run_id=requested.run.pk)
-    return render(request, "experiments/partials/run.html", {"run": requested.run, "created": requested.created})
+    context = {"run": requested.run, "created": requested.created, "queue": experiment_queue_place(run=requested.run)}
+    return render(request, "experiments/partials/run.html", context)
 
 
 def _form_again(request: HttpRequest, form: LaunchForm, quota_error: str, *, status: int) -> HttpResponse:
@@ -88,7 +90,7 @@ def _form_again(request: HttpRequest, form: LaunchForm, quota_error: str, *, sta
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: its parameters, a live progress bar, its figures once done."""
     run = get_object_or_404(ExperimentRun, pk=run_id)
-    return render(request, "experiments/run.html", {"run": run})
+    return render(request, "experiments/run.html", {"run": run, "queue": experiment_queue_place(run=run)})
 
 
 @signed_in

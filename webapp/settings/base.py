@@ -177,6 +177,8 @@ PLAYGROUND_TORCH_THREADS = env_int("PLAYGROUND_TORCH_THREADS", 1, minimum=1)
 # threads of each run (one: runs share the training worker's cores with each other).
 EXPERIMENTS_DAILY_QUOTA = env_int("EXPERIMENTS_DAILY_QUOTA", 3, minimum=0)
 EXPERIMENTS_TORCH_THREADS = env_int("EXPERIMENTS_TORCH_THREADS", 1, minimum=1)
+# Worker processes consuming the `experiments` queue (for the queue's wait estimate; make run starts 1).
+EXPERIMENTS_WORKERS = env_int("EXPERIMENTS_WORKERS", 1, minimum=1)
 
 # Redis serves the channel layer, the Celery broker and its results. Unset: the embedded
 # redis-server that `make run` (and the test suite) starts on a Unix socket in RUN_DIR.

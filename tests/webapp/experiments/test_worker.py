@@ -1,4 +1,4 @@
-"""End to end: a run goes through the `training` queue to a real worker, and its socket sees it live."""
+"""End to end: a run goes through the `experiments` queue to a real worker, and its socket sees it live."""
 from __future__ import annotations
 
 import pytest
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pyt
 
 
 async def test_a_worker_runs_it_and_the_socket_sees_progress_then_done(student, start_worker, empty_training_queue):
-    await sync_to_async(start_worker)("training")
+    await sync_to_async(start_worker)("experiments")
     run = await database_sync_to_async(ExperimentRun.objects.create)(
         kind="compare", params=canonical_params("compare", TINY_COMPARE),
         params_key=params_key("compare", TINY_COMPARE), owner=student)

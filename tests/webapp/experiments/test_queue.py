@@ -1,0 +1,74 @@
+"""Students' experiment runs have their own queue and worker: they never wait behind a training job."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from modelcore.experiments import canonical_params
+from tests.webapp.experiments.conftest import TINY_COMPARE
+from tests.webapp.training.conftest import TINY_TASK_OPTIONS, tiny_config
+from webapp.experiments.models import ExperimentRun
+from webapp.experiments.services import experiment_queue_place, experiment_run_request, params_key
+from webapp.training.models import TrainingJob
+from webapp.training.services import job_cancel, job_create
+
+# Runs only the test's own; a queued row is never dispatched without a worker.
+QUEUED = ExperimentRun.Status.QUEUED
+
+
+def queued_run(owner, seed: int) -> ExperimentRun:
+    params = {**TINY_COMPARE, "seed": seed}
+    return ExperimentRun.objects.create(kind="compare", params=canonical_params("compare", params),
+                                        params_key=params_key("compare", params), owner=owner, status=QUEUED)
+
+
+@pytest.mark.django_db
+def test_a_queued_run_says_its_place_and_roughly_how_long_it_will_wait(client, student):
+    runs = [queued_run(student, seed) for seed in range(3)]
+    place = experiment_queue_place(run=runs[2])
+    assert (place.place, place.ahead) == (3, 2)
+    assert place.wait_s >= 2 * 10  # no run has finished here yet: ten seconds a run is the first guess
+    client.force_login(student)
+    page = client.get(f"/experiments/runs/{runs[2].pk}/").content.decode()
+    assert "Place 3 in the queue: 2 runs ahead of it, about 20 s to wait." in page
+    ExperimentRun.objects.filter(pk=runs[0].pk).update(status=ExperimentRun.Status.SUCCEEDED)
+    runs[0].refresh_from_db()
+    assert experiment_queue_place(run=runs[0]) is None  # a run that is not waiting has no place
+    assert experiment_queue_place(run=runs[2]).place == 2
+
+
+@pytest.mark.services
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_students_run_started_during_a_training_job_finishes_in_its_own_time(
+    admin, student, start_worker, empty_training_queue, tmp_path: Path
+):
+    store = tmp_path / "store"
+    store.mkdir()
+    start_worker("training", env={"MODEL_STORE": str(store), "OMP_NUM_THREADS": "1", "MODELCORE_DEVICE": "cpu"})
+    start_worker("experiments", env={"OMP_NUM_THREADS": "1"})
+    job = job_create(owner=admin, config=tiny_config(steps=100_000, checkpoint_every=1000), task="reverse",
+                     task_options=TINY_TASK_OPTIONS)
+    deadline = time.monotonic() + 120
+    while job.status != TrainingJob.Status.RUNNING or job.step < 1:
+        assert time.monotonic() < deadline, f"the training job never started: {job.status}\n{job.log}"
+        time.sleep(0.2)
+        job.refresh_from_db()
+
+    run = experiment_run_request(user=student, kind="compare", params=TINY_COMPARE).run
+    deadline = time.monotonic() + 120
+    while run.status not in (ExperimentRun.Status.SUCCEEDED, ExperimentRun.Status.FAILED):
+        assert time.monotonic() < deadline, f"the run never finished: {run.status}"
+        time.sleep(0.2)
+        run.refresh_from_db()
+    job.refresh_from_db()
+    try:
+        assert run.status == ExperimentRun.Status.SUCCEEDED, run.error
+        assert job.status == TrainingJob.Status.RUNNING  # the job was still training all along
+        own = (run.finished_at - run.started_at).total_seconds()
+        total = (run.finished_at - run.created_at).total_seconds()
+        assert total <= own + 5, f"the run took {own:.1f} s but finished {total:.1f} s after it was asked for"
+    finally:
+        job_cancel(job=job)

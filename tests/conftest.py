@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.browser",
     "tests.fixtures.models",
     "tests.fixtures.demo",
+    "tests.fixtures.worker",
 ]

@@ -6,27 +6,13 @@ import time
 
 import pytest
 
-from tests.fixtures.models import make_model_folder
+from tests.fixtures.worker import worker_job
 from webapp.playground.worker.batcher import Batcher, Tick
 from webapp.playground.worker.lanes import Job
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory):
-    from modelcore.checkpoint import load_model
-
-    return load_model(make_model_folder(tmp_path_factory.mktemp("models") / "tiny"))
-
-
 def job(request_id: str, **changes) -> Job:
-    params = changes.pop("params", {"strategy": "greedy", "min_len": 6, "max_len": 6})
-    data = {
-        "request_id": request_id, "user_id": 1, "reply": f"reply-{request_id}", "source": "3 h 9 5 g",
-        "model": {"name": "tiny", "path": "/nowhere", "hash": ""}, "params": params, "pace_ms": 0,
-        "step_mode": False, "compare_cache": False, "tag": None, "max_tokens": 128, "max_seconds": 60,
-        "submitted_at": time.time(),
-    }
-    return Job.from_dict({**data, **changes})
+    return worker_job(request_id, changes.pop("params", None), **changes)
 
 
 def frames(tick: Tick, request_id: str | None = None) -> list[dict]:

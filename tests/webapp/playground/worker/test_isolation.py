@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import torch
@@ -10,30 +9,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures.models import make_model_folder
+from tests.fixtures.worker import GREEDY, SOURCE, worker_job
 from webapp.playground.protocol import MAX_ALTERNATIVES, MAX_BEAMS, Limits, ProtocolError, parse_decode
 from webapp.playground.worker.batcher import Batcher, Tick
 from webapp.playground.worker.lanes import Job
 
-SOURCE = "3 h 9 5 g"
 LIMITS = Limits(max_source_chars=200, max_tokens=12)
-GREEDY = {"strategy": "greedy", "min_len": 6, "max_len": 6}
-
-
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory):
-    from modelcore.checkpoint import load_model
-
-    return load_model(make_model_folder(tmp_path_factory.mktemp("models") / "tiny"))
 
 
 def job(request_id: str, params: dict, **changes) -> Job:
-    data = {
-        "request_id": request_id, "user_id": 1, "reply": f"reply-{request_id}", "source": SOURCE,
-        "model": {"name": "tiny", "path": "/nowhere", "hash": ""}, "params": params, "pace_ms": 0,
-        "step_mode": False, "compare_cache": False, "tag": None, "max_tokens": LIMITS.max_tokens, "max_seconds": 60,
-        "submitted_at": time.time(),
-    }
-    return Job.from_dict({**data, **changes})
+    return worker_job(request_id, params, max_tokens=LIMITS.max_tokens, **changes)
 
 
 def last_frames(batcher: Batcher, first: Tick, turns: int = 100) -> dict[str, dict]:

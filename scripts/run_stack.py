@@ -47,6 +47,15 @@ def _stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
             pass
 
 
+def _collect_static(env: dict[str, str]) -> None:
+    """Collect static files where none are (make setup collects them for the default DATA_DIR): DEBUG off serves them."""
+    data_dir = Path(env["DATA_DIR"]).expanduser().resolve() if env.get("DATA_DIR") else ROOT / "var"
+    root = Path(env["STATIC_ROOT"]).expanduser() if env.get("STATIC_ROOT") else data_dir / "staticfiles"
+    if not (root / "staticfiles.json").exists():
+        subprocess.run([str(BIN / "python"), "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
+                       check=True)
+
+
 def main() -> int:
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings.dev")
@@ -70,6 +79,7 @@ def main() -> int:
     children: dict[str, subprocess.Popen[bytes]] = {}
     try:
         subprocess.run([str(BIN / "python"), "manage.py", "demo_accounts"], cwd=ROOT, env=env, check=True)
+        _collect_static(env)
         children["web"] = _start(
             "web", [str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", port, "webapp.asgi:application"], env
         )

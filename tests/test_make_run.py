@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -78,9 +79,17 @@ def test_run_serves_then_one_sigint_leaves_nothing_behind(tmp_path):
         assert report["workers"]["interactive"] >= 1 and report["workers"]["training"] >= 1
         status, body = get(base + "/accounts/login/")
         assert status == 200 and b"Sign in" in body
+        # Debug pages only where a developer asks (DEBUG=1): an unknown address gets the app's own 404 page.
+        status, body = get(base + "/no-such-page/")
+        assert status == 404 and b"Page not found" in body and b"Django tried these URL patterns" not in body
+        css = re.search(rb'href="(/static/css/app\.[0-9a-f]{12}\.css)"', get(base + "/accounts/login/")[1])
+        assert css, "the page links no hashed stylesheet"
+        with urllib.request.urlopen(urllib.request.Request(base + css[1].decode(), headers={"Accept-Encoding": "gzip"})) as r:
+            assert r.headers["Content-Encoding"] == "gzip" and "max-age=315360000" in r.headers["Cache-Control"]
+        assert get(base + "/favicon.ico")[0] == 200
         assert (tmp_path / "run" / "redis.sock").exists()
         started = descendants(proc.pid)
-        assert len(started) >= 4  # redis, daphne, two workers (and the prefork child)
+        assert len(started) >= 5  # redis, daphne, three workers (and the prefork children)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)

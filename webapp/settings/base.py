@@ -144,9 +144,11 @@ STATIC_URL = "/static/"
 # plotly.min.js is served from the installed plotly package (no CDN, no copy in git).
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(plotly.__file__).parent / "package_data")]
 STATIC_ROOT = env_path("STATIC_ROOT", DATA_DIR / "staticfiles")
+# Files browsers ask for at the site's root (/favicon.ico), served by WhiteNoise.
+WHITENOISE_ROOT = BASE_DIR / "root_files"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "webapp.core.storage.StaticStorage"},
 }
 MEDIA_ROOT = env_path("MEDIA_ROOT", DATA_DIR / "media")
 

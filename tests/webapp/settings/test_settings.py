@@ -53,7 +53,7 @@ def test_the_defaults_are_sqlite_and_the_embedded_redis_socket():
     result = load_settings("webapp.settings.dev")
     assert result.returncode == 0, result.stderr
     debug, engine, redis_url, device = result.stdout.split()
-    assert (debug, engine, device) == ("True", "django.db.backends.sqlite3", "auto")
+    assert (debug, engine, device) == ("False", "django.db.backends.sqlite3", "auto")  # debug pages only with DEBUG=1
     assert redis_url.startswith("unix://") and redis_url.endswith("/run/redis.sock")
 
 

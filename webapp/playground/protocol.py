@@ -140,7 +140,11 @@ def _check_params(params: dict[str, Any], limits: Limits) -> None:
     except DecodeError as error:
         raise ProtocolError("bad_params", str(error)) from None
     for name, cap in _caps(limits).items():
-        if name in params and params[name] > cap:
+        if name not in params:
+            continue
+        if params[name] is None:  # the engine reads None as "the default"; a frame leaves the field out instead
+            raise ProtocolError("bad_params", f"{name} must be a number (leave it out for the default)")
+        if params[name] > cap:
             raise ProtocolError("bad_params", f"{name} may be at most {cap} here, got {params[name]!r}")
 
 

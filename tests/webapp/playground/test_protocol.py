@@ -43,6 +43,8 @@ def test_stream_options_and_search_parameters_are_kept_apart():
         ({"temperature": 0}, "bad_params", "temperature"),
         ({"top_p": float("nan")}, "bad_params", "top_p"),
         ({"seed": -1}, "bad_params", "seed"),
+        ({"seed": None}, "bad_params", "seed"),
+        ({"max_len": None}, "bad_params", "max_len"),
         ({"pace_ms": 99_999}, "bad_params", "pace_ms"),
         ({"step_mode": "yes"}, "bad_params", "step_mode"),
         ({"n_best": 2}, "bad_params", "beam"),

@@ -1,14 +1,23 @@
 """Queueing, cancelling, retrying and recovering training jobs (the web side and the workers' start/stop)."""
 from __future__ import annotations
 
+import json
 import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
+from modelcore.checkpoint import CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE, WEIGHTS_FILE
+from webapp.registry.models import TrainedModel
+from webapp.registry.services import model_register_folder
 from webapp.training.dispatch import job_dispatch
 from webapp.training.live import job_announce
 from webapp.training.models import Dataset, TrainingJob, log_line
+from webapp.training.spec import job_model_name, job_model_title
 
 log = logging.getLogger(__name__)
 Status = TrainingJob.Status
@@ -46,6 +55,54 @@ def job_cancel(*, job: TrainingJob) -> TrainingJob:
         TrainingJob.objects.filter(id=job.pk, status=Status.RUNNING).update(cancel_requested=True)
     job.refresh_from_db()
     return job
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The last checkpoint a job left in its folder: its step and the validation figures of that step or before."""
+
+    step: int
+    valid: dict[str, float]
+
+
+def job_checkpoint(*, job: TrainingJob) -> Checkpoint | None:
+    """The job's last checkpoint, if its folder holds a complete model (weights, config, tokenizer)."""
+    folder = job.folder
+    if not all((folder / name).is_file() for name in (WEIGHTS_FILE, CONFIG_FILE, TOKENIZER_FILE, METRICS_FILE)):
+        return None
+    try:
+        step = int(json.loads((folder / METRICS_FILE).read_text(encoding="utf-8"))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    evals = [e for e in job.evals if isinstance(e, dict) and e.get("step", step + 1) <= step]
+    valid = {k: v for k, v in (evals[-1] if evals else {}).items() if k != "step" and isinstance(v, int | float)}
+    return Checkpoint(step, valid)
+
+
+def job_keep_checkpoint(*, job: TrainingJob) -> TrainedModel:
+    """Copy the job's last checkpoint into a folder of its own and register it as an unpublished model.
+
+    A copy, because the job's folder changes again if the job is retried; the job then names this model.
+    """
+    checkpoint = job_checkpoint(job=job)
+    if checkpoint is None:
+        raise ValueError(f"job {job.pk} has no checkpoint to keep")
+    name = f"{job_model_name(job)}-step-{checkpoint.step}"[:100]
+    target = Path(settings.MODEL_STORE) / "kept" / name
+    if not (target / WEIGHTS_FILE).is_file():
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        for file in (CONFIG_FILE, TOKENIZER_FILE, METRICS_FILE, WEIGHTS_FILE):
+            shutil.copy2(job.folder / file, partial / file)
+        partial.rename(target)  # whole or not at all: a half-copied folder is never registered
+    title = f"{job_model_title(job)}, checkpoint at step {checkpoint.step}"
+    model = model_register_folder(folder=target, name=name, task=job.task or job.source_label, title=title,
+                                  published=False, created_by=job.owner)
+    TrainingJob.objects.filter(id=job.pk).update(model=model, log=log_line(f"checkpoint at step {checkpoint.step} kept as "
+                                                                          f"model {name}"))
+    job.refresh_from_db()
+    return model
 
 
 def job_retry(*, job: TrainingJob) -> TrainingJob:

@@ -12,5 +12,6 @@ urlpatterns = [
     path("jobs/<int:job_id>/", views.job_detail, name="job"),
     path("jobs/<int:job_id>/cancel/", views.job_cancel_view, name="cancel"),
     path("jobs/<int:job_id>/retry/", views.job_retry_view, name="retry"),
+    path("jobs/<int:job_id>/keep/", views.job_keep_view, name="keep"),
     path("datasets/", views.dataset_list, name="datasets"),
 ]

@@ -13,7 +13,15 @@ from webapp.accounts.permissions import admins_only
 from webapp.training.datasets import corpus_problems, dataset_upload
 from webapp.training.forms import DatasetForm, JobForm
 from webapp.training.models import Dataset, TrainingJob
-from webapp.training.services import job_cancel, job_create, job_retry, job_snapshot, jobs_with_positions
+from webapp.training.services import (
+    job_cancel,
+    job_checkpoint,
+    job_create,
+    job_keep_checkpoint,
+    job_retry,
+    job_snapshot,
+    jobs_with_positions,
+)
 
 
 def _list_context() -> dict[str, object]:
@@ -51,15 +59,39 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One job: live progress, loss and metric curves, the log tail, Cancel and Retry."""
     job = get_object_or_404(TrainingJob.objects.select_related("dataset", "model", "owner"), pk=job_id)
     labels = {value: str(label) for value, label in TrainingJob.Status.choices}
-    return render(request, "training/job.html", {"job": job, "snapshot": job_snapshot(job), "status_labels": labels})
+    context = {"job": job, "snapshot": job_snapshot(job), "status_labels": labels,
+               "checkpoint": job_checkpoint(job=job) if job.is_final and job.model_id is None else None}
+    return render(request, "training/job.html", context)
+
+
+@admins_only
+def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    """GET asks first (and offers to keep the last checkpoint as a model); POST cancels."""
+    job = get_object_or_404(TrainingJob, pk=job_id)
+    if request.method != "POST":
+        if job.is_final:
+            return redirect("training:job", job_id=job.pk)
+        return render(request, "training/cancel.html", {"job": job, "checkpoint": job_checkpoint(job=job)})
+    if request.POST.get("keep") and job_checkpoint(job=job) is not None:
+        model = job_keep_checkpoint(job=job)  # before the run stops: what it saves on the way out is not kept
+        messages.success(request, _("The last checkpoint is kept as the model %(name)s.") % {"name": model.name})
+    job = job_cancel(job=job)
+    if job.status == TrainingJob.Status.RUNNING:
+        messages.info(request, _("Cancelling: the run stops at its next step."))
+    return redirect("training:job", job_id=job.pk)
 
 
 @admins_only
 @require_POST
-def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = job_cancel(job=get_object_or_404(TrainingJob, pk=job_id))
-    if job.status == TrainingJob.Status.RUNNING:
-        messages.info(request, _("Cancelling: the run stops at its next step."))
+def job_keep_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Keep a cancelled or failed job's last checkpoint as an unpublished model."""
+    job = get_object_or_404(TrainingJob, pk=job_id)
+    try:
+        model = job_keep_checkpoint(job=job)
+    except ValueError:
+        messages.error(request, _("This job left no checkpoint to keep."))
+    else:
+        messages.success(request, _("The last checkpoint is kept as the model %(name)s.") % {"name": model.name})
     return redirect("training:job", job_id=job.pk)
 
 

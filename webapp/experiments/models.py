@@ -17,6 +17,9 @@ class ExperimentRun(models.Model):
     """A run of one experiment kind; asking for the same parameters again finds this row."""
 
     Status = JobStatus  # a run is never cancelled; it ends succeeded or failed
+    # How the experiment pages word a status (the training pages use the words themselves).
+    STATUS_LABELS = {JobStatus.QUEUED: _("Queued"), JobStatus.RUNNING: _("Running"), JobStatus.SUCCEEDED: _("Done"),
+                     JobStatus.FAILED: _("Failed"), JobStatus.CANCELLED: _("cancelled")}
 
     kind = models.CharField(max_length=20, choices=[(k, KIND_LABELS.get(k, k)) for k in KINDS])
     params = models.JSONField(help_text="Canonical parameters: every value the result depends on.")
@@ -40,6 +43,10 @@ class ExperimentRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"
+
+    @property
+    def status_label(self) -> str:
+        return str(self.STATUS_LABELS[self.status])
 
     @property
     def finished(self) -> bool:

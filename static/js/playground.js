@@ -19,10 +19,13 @@ function errorReason(frame) {
   return (!english && strings.errors[frame.code]) || frame.message;
 }
 
-function status(text, isError = false) {
+// An error's code stays on the line for developers (data-code, and the tooltip), out of the sentence.
+function status(text, isError = false, code = "") {
   const line = $("pg-status");
   line.textContent = text;
   line.classList.toggle("error", isError);
+  line.dataset.code = code;
+  line.title = code;
 }
 
 // -- the socket ------------------------------------------------------------------------------------
@@ -41,7 +44,7 @@ function connect() {
       state.open = false;
       state.request = null;
       refreshButtons();
-      status(again ? say("reconnecting") : say("error", { code: event.code, message: event.reason }), true);
+      status(again ? say("reconnecting") : say("closed"), true, String(event.code));
     },
   });
 }
@@ -84,6 +87,17 @@ function start(stepMode) {
   send({ ...decodeFrame(stepMode), tag: state.tag });
   status(say("queued"));
   refreshButtons();
+  showOutput();
+}
+
+// On a narrow screen the output sits below the form: bring it into view, or pressing Run seems to do nothing.
+function showOutput() {
+  const card = $("pg-output-card");
+  const box = card.getBoundingClientRect();
+  if (box.top < 0 || box.top > window.innerHeight - 80) {
+    const smooth = !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    card.scrollIntoView({ block: "start", behavior: smooth ? "smooth" : "auto" });
+  }
 }
 
 function refreshButtons() {
@@ -114,9 +128,26 @@ form.addEventListener("change", (event) => {
 form.addEventListener("submit", (event) => {
   if (state.open) event.preventDefault(); // without a socket the form still works as a GET picker
 });
+// Enter runs and Shift+Enter breaks the line; Enter that confirms an input method's composition (pinyin) is left alone.
 form.elements.source.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) start(false);
+  if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+  event.preventDefault();
+  if (state.open) start(false);
 });
+// The source's limit, said aloud: a paste longer than the limit says how much of it was kept.
+const source = form.elements.source;
+const limit = Number(source.maxLength);
+function countChars() {
+  $("pg-source-count").textContent = say("count", { n: [...source.value].length, max: limit });
+}
+source.addEventListener("input", countChars);
+source.addEventListener("paste", (event) => {
+  const pasted = event.clipboardData?.getData("text") ?? "";
+  const room = limit - (source.value.length - (source.selectionEnd - source.selectionStart));
+  $("pg-source-note").textContent = pasted.length > room
+    ? say("trimmed", { pasted: pasted.length, kept: Math.max(0, room), max: limit }) : "";
+});
+countChars();
 $("pg-model-card").addEventListener("click", (event) => {
   const chip = event.target.closest("[data-example]");
   if (chip) form.elements.source.value = chip.dataset.example;
@@ -151,7 +182,7 @@ function onFrame(frame) {
     if (!mine) return;
     if (state.request) state.request.done = frame;
     else state.tag = null; // refused before it started
-    status(say("error", { code: frame.code, message: errorReason(frame) }), true);
+    status(say("error", { message: errorReason(frame).replace(/[.。]$/, "") }), true, frame.code);
   } else {
     const request = state.request;
     if (!request || frame.request_id !== request.id) return;

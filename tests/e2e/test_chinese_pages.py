@@ -5,9 +5,7 @@ import re
 
 import pytest
 
-from tests.fixtures.demo import PASSWORD, STATUS, sign_in
-from tests.webapp.training.conftest import tiny_config
-from webapp.accounts.services import demo_accounts_ensure
+from tests.fixtures.demo import STATUS, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -62,31 +60,6 @@ def english_on(page, what: str, user: str = "") -> list[str]:
 def assert_chinese(page, what: str, user: str = "") -> None:
     english = english_on(page, what, user)
     assert not english, "\n".join(english)
-
-
-@pytest.fixture
-def pages_to_walk(transactional_db, zh_en):  # noqa: F811 (fixture)
-    """Every kind of page with something on it: a run, a training job, the registry."""
-    from django.contrib.auth.models import User
-
-    from webapp.experiments.models import ExperimentRun
-    from webapp.experiments.pages import PAGES
-    from webapp.experiments.services import experiment_run_request
-    from webapp.training.models import TrainingJob
-
-    demo_accounts_ensure(password=PASSWORD)
-    admin = User.objects.get(username="admin")
-    kind, params = PAGES["norm-position"]["compare_warmup"]
-    run = experiment_run_request(user=admin, kind=kind, params=params).run
-    failed = ExperimentRun.objects.create(kind="gradflow", params={"layers": 2}, params_key="f" * 64, owner=admin,
-                                          status="failed", error="ValueError: d_model must be divisible by n_heads")
-    config = tiny_config()
-    job = TrainingJob.objects.create(owner=admin, task="reverse", steps=config["steps"],
-                                     config={"train": config, "task_options": {}})
-    return ["/", "/playground/", "/models/", f"/models/{zh_en}/", "/experiments/", "/experiments/norm-position/",
-            "/experiments/residuals/", "/experiments/layernorm/", f"/experiments/runs/{run.pk}/",
-            f"/experiments/runs/{failed.pk}/", "/training/",
-            "/training/new/", "/training/datasets/", f"/training/jobs/{job.pk}/", "/no-such-page/", "/admin/"]
 
 
 def test_every_page_reads_in_chinese(asgi_server, pages_to_walk, page_factory):

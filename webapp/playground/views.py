@@ -15,8 +15,32 @@ from webapp.playground.services import playground_models
 from webapp.registry.models import TrainedModel
 
 
+def _card_facts(model: TrainedModel) -> list[str]:
+    """The model card's line after its title: each fact once, figures by their names in the reader's language."""
+    config, title = model.config, _(model.title).lower() if model.title else ""
+    facts = []
+    if config.get("norm_position") and f"{config['norm_position']}-ln" not in title:
+        facts.append(f"{config['norm_position'].capitalize()}-LN")
+    if config.get("n_encoder_layers"):
+        facts.append(_("%(enc)s+%(dec)s layers") % {"enc": config["n_encoder_layers"], "dec": config.get("n_decoder_layers")})
+    if config.get("n_heads"):
+        facts.append(_("%(n)s heads") % {"n": config["n_heads"]})
+    if config.get("d_model"):
+        facts.append(f"d={config['d_model']}")
+    metrics = model.headline_metrics
+    if "bleu" in metrics:
+        facts.append(_("test BLEU %(v)s") % {"v": f"{metrics['bleu']:.1f}"})
+    if "exact_match" in metrics:
+        facts.append(_("exact match %(v)s") % {"v": f"{metrics['exact_match']:.1%}"})
+    if "token_accuracy" in metrics:
+        facts.append(_("token accuracy %(v)s") % {"v": f"{metrics['token_accuracy']:.1%}"})
+    return facts
+
+
 def _card(model: TrainedModel | None) -> dict[str, Any]:
-    return {"model": model, "examples": examples_for(model.task) if model else []}
+    if model is None:
+        return {"model": None, "examples": [], "facts": []}
+    return {"model": model, "examples": examples_for(model.task), "facts": _card_facts(model)}
 
 
 @signed_in
@@ -66,7 +90,10 @@ def _strings() -> dict[str, object]:
         "running": _("Decoding: {n} tokens so far…"),
         "stepping": _("Step mode: {n} tokens so far. Press Step for the next one."),
         "done": _("Done: {n} tokens, stopped by {reason}."),
-        "error": _("Error ({code}): {message}"),
+        "error": _("Could not decode: {message}."),
+        "closed": _("The connection closed and does not reopen; reload the page."),
+        "trimmed": _("You pasted {pasted} characters; {kept} were kept: a source holds at most {max}."),
+        "count": _("{n} of {max} characters"),
         "errors": _error_reasons(),
         "reason_eos": _("the end token"),
         "reason_max_len": _("the token limit"),

@@ -22,6 +22,11 @@ from webapp.playground.services import (
 
 log = logging.getLogger(__name__)
 
+LOST_MESSAGES = {
+    "worker_lost": "the worker decoding this request stopped answering (it crashed or restarted); run it again",
+    "no_worker": "no decoding worker took this request in time; try again in a minute",
+}
+
 
 class DecodeConsumer(JsonSocket):
     """Frames: decode, cancel, step. Worker frames arrive on this consumer's own channel."""
@@ -30,6 +35,7 @@ class DecodeConsumer(JsonSocket):
 
     async def on_connect(self) -> None:
         self.running: dict[str, bool] = {}  # request id -> step mode, until its done/error frame
+        self.tags: dict[str, dict[str, Any]] = {}  # request id -> its tag, to echo if the request is lost
         self.relay_channel = await relay().register(self)  # the worker's frames for this process, per step
 
     async def disconnect(self, code: int) -> None:
@@ -40,6 +46,7 @@ class DecodeConsumer(JsonSocket):
                 user_id=self.scope["user"].id, request_ids=list(self.running)
             )
             self.running.clear()
+            self.tags.clear()
 
     async def on_decode(self, frame: dict[str, Any]) -> None:
         # The channel layer delivers only to existing subscribers: this consumer's channel was
@@ -59,14 +66,36 @@ class DecodeConsumer(JsonSocket):
         job = new_job(user_id=user.id, reply_channel=self.channel_name, request=request, model=model,
                       relay=self.relay_channel)
         self.running[job["request_id"]] = job["step_mode"]
+        self.tags[job["request_id"]] = _tag_of(frame)
+        relay().watch(self, job["request_id"])
         try:
             refusal = await handoff().send(job)
         except Exception:
             log.exception("could not queue decode %s", job["request_id"])
             refusal = ProtocolError("unavailable", "the decoding service cannot be reached; try again in a moment")
         if refusal is not None:
-            self.running.pop(job["request_id"], None)
+            self._ended(job["request_id"])
+            relay().forget(job["request_id"])
             await self.send_error(refusal.code, refusal.message, **_tag_of(frame))
+
+    async def request_lost(self, request_id: str, code: str) -> None:
+        """The relay heard nothing of this request for too long: tell the client, free its slot, stop its worker."""
+        if request_id not in self.running:
+            return
+        tag = self._ended(request_id)
+        message = LOST_MESSAGES[code]
+        await self.send_error(code, message, request_id=request_id, **tag)
+        try:  # a worker that comes back finds the cancel flag and drops the request at its next step
+            await sync_to_async(decode_cancel, thread_sensitive=False)(
+                user_id=self.scope["user"].id, request_ids=[request_id]
+            )
+        except Exception:  # Redis away too: the slot expires on its own
+            log.warning("could not clean up lost request %s", request_id, exc_info=True)
+
+    def _ended(self, request_id: str) -> dict[str, Any]:
+        """Forget a request of this socket; returns its tag."""
+        self.running.pop(request_id, None)
+        return self.tags.pop(request_id, None) or {}
 
     async def on_cancel(self, frame: dict[str, Any]) -> None:
         targets = await self._targets(frame, step_only=False)
@@ -108,8 +137,11 @@ class DecodeConsumer(JsonSocket):
 
     async def playground_frame(self, message: dict[str, Any]) -> None:
         """A frame from the decoding loop, already JSON; the last one of a request frees its entry."""
+        request_id = message.get("request_id", "")
+        if request_id not in self.running:  # ended here already (lost, refused): the client was told
+            return
         if message.get("final"):
-            self.running.pop(message.get("request_id", ""), None)
+            self._ended(request_id)
         await self.send(text_data=message["text"])
 
 

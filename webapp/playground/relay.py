@@ -9,19 +9,28 @@ while it has playground sockets; a job carries it (`relay`), the worker sends al
 frames for this process in one message on it, and the relay hands each frame to its socket,
 in order. A frame for a socket that has gone is dropped, as a message on a closed consumer's
 channel was.
+
+The relay also keeps each request's last sign of life: any frame of it, or the beat its worker
+sends every second for each request it holds (`alive`). A request that no worker took within
+PLAYGROUND_QUEUE_WAIT_S is refused with `no_worker`; one whose worker has been silent for
+PLAYGROUND_WORKER_LOST_S ends with `worker_lost` (the worker was killed or lost its machine).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from webapp.core.loops import per_loop
 
 log = logging.getLogger(__name__)
 
+WATCH_EVERY_S = 0.5  # how often the relay looks for requests whose worker went quiet
 
 
 def frame_message(request_id: str, final: bool, text: str) -> dict[str, Any]:
@@ -34,10 +43,26 @@ def frames_message(frames: list[tuple[str, str, bool, str]]) -> dict[str, Any]:
     return {"type": "playground.frames", "frames": [list(frame) for frame in frames]}
 
 
+def beat_message(request_ids: list[str]) -> dict[str, Any]:
+    """A worker's sign of life for the requests it holds, when it has no frame to send for them."""
+    return {"type": "playground.frames", "frames": [], "alive": request_ids}
+
+
 class FrameReceiver(Protocol):
     channel_name: str
 
     async def playground_frame(self, message: dict[str, Any]) -> None: ...
+
+    async def request_lost(self, request_id: str, code: str) -> None: ...
+
+
+@dataclass
+class Watched:
+    """A request in flight: whose it is, when it was queued and when its worker last spoke (None: not yet)."""
+
+    socket: str
+    queued: float
+    seen: float | None = None
 
 
 class Relay:
@@ -47,6 +72,44 @@ class Relay:
         self.channel: str | None = None
         self._sockets: dict[str, FrameReceiver] = {}
         self._task: asyncio.Task[None] | None = None
+        self._watched: dict[str, Watched] = {}
+        self._watchdog: asyncio.Task[None] | None = None
+
+    def watch(self, socket: FrameReceiver, request_id: str) -> None:
+        """Expect this request's frames; tell the socket when they stop coming (request_lost)."""
+        self._watched[request_id] = Watched(socket.channel_name, time.monotonic())
+        if self._watchdog is None or self._watchdog.done():
+            self._watchdog = asyncio.create_task(self._watch_forever())
+
+    def forget(self, request_id: str) -> None:
+        """The request ended (or was refused): nothing more to expect."""
+        self._watched.pop(request_id, None)
+
+    def _seen(self, request_id: str) -> None:
+        watched = self._watched.get(request_id)
+        if watched is not None:
+            watched.seen = time.monotonic()
+
+    async def _watch_forever(self) -> None:
+        while self._watched:
+            await asyncio.sleep(WATCH_EVERY_S)
+            now = time.monotonic()
+            for request_id, watched in list(self._watched.items()):
+                socket = self._sockets.get(watched.socket)
+                if socket is None:  # its socket closed: the consumer cancelled it already
+                    self._watched.pop(request_id, None)
+                    continue
+                if watched.seen is None and now - watched.queued > settings.PLAYGROUND_QUEUE_WAIT_S:
+                    code = "no_worker"
+                elif watched.seen is not None and now - watched.seen > settings.PLAYGROUND_WORKER_LOST_S:
+                    code = "worker_lost"
+                else:
+                    continue
+                self._watched.pop(request_id, None)
+                try:
+                    await socket.request_lost(request_id, code)
+                except Exception:  # one socket's failure must not stop the watch over the others
+                    log.exception("could not end lost request %s", request_id)
 
     async def register(self, socket: FrameReceiver) -> str:
         """Route this socket's worker frames through the relay; returns the channel jobs name."""
@@ -70,6 +133,8 @@ class Relay:
             try:
                 message = await layer.receive(channel)
                 frames = list(message.get("frames", ()))
+                for request_id in message.get("alive", ()):
+                    self._seen(request_id)
             except asyncio.CancelledError:
                 raise
             except Exception:  # keep relaying: every socket of this process depends on this loop
@@ -79,6 +144,10 @@ class Relay:
             for item in frames:
                 try:
                     reply, request_id, final, text = item
+                    if final:
+                        self.forget(request_id)
+                    else:
+                        self._seen(request_id)
                     socket = self._sockets.get(reply)
                     if socket is not None:
                         await socket.playground_frame(frame_message(request_id, final, text))

@@ -10,6 +10,7 @@ import redis
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
+from webapp.core.presence import workers_by_queue
 from webapp.playground import keys
 from webapp.playground.protocol import DecodeRequest, Limits, ProtocolError, parse_decode
 from webapp.registry.models import TrainedModel
@@ -88,6 +89,8 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
     own jobs in one call are counted one after another), one publish for them all. Returns,
     per job, None (queued) or the ProtocolError that refused it.
     """
+    if not interactive_workers_up():
+        return [NO_WORKER] * len(jobs)
     admit = _admit_script(settings.REDIS_URL)
     pipe = playground_redis().pipeline(transaction=False)
     for job in jobs:
@@ -104,7 +107,8 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
         from webapp.playground.tasks import decode
 
         try:
-            decode.apply_async(args=[admitted], queue="interactive")
+            # A worker that comes back after the web side refused these jobs (no_worker) drops them unrun.
+            decode.apply_async(args=[admitted], queue="interactive", expires=settings.PLAYGROUND_QUEUE_WAIT_S)
         except Exception:  # the broker is down: free the slots just taken before telling the clients
             release = playground_redis().pipeline(transaction=False)
             for job in admitted:
@@ -112,6 +116,23 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
             release.execute()
             raise
     return verdicts
+
+
+NO_WORKER = ProtocolError("no_worker", "no decoding worker is running right now; try again in a minute")
+PRESENCE_CACHE_S = 1.0
+_presence: list[float] = [float("-inf"), 0.0]  # when read, interactive workers then
+
+
+def interactive_workers_up() -> bool:
+    """Whether any interactive worker published its presence lately (webapp/core/presence.py), read once a second.
+
+    A worker killed outright still counts until its key expires (15 s): the relay's watch
+    catches the requests it would have taken (no_worker, worker_lost).
+    """
+    now = time.monotonic()
+    if now - _presence[0] > PRESENCE_CACHE_S:
+        _presence[:] = [now, float(len(workers_by_queue(playground_redis()).get("interactive", [])))]
+    return _presence[1] > 0
 
 
 _models: dict[str, tuple[float, dict[str, Any], bool]] = {}  # name -> (when read, job fields, published)

@@ -76,6 +76,8 @@ def _error_reasons() -> dict[str, str]:
         "bad_request": _("the decoder refused these settings"),
         "model_unavailable": _("the worker could not load this model"),
         "worker_stopping": _("the worker is restarting; run it again"),
+        "worker_lost": _("the worker decoding this stopped answering; run it again"),
+        "no_worker": _("no worker is decoding right now; try again in a minute"),
         "internal": _("something went wrong on the worker"),
     }
 

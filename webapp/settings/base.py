@@ -171,6 +171,11 @@ PLAYGROUND_MAX_SOURCE_CHARS = env_int("PLAYGROUND_MAX_SOURCE_CHARS", 200, minimu
 PLAYGROUND_MAX_TOKENS = env_int("PLAYGROUND_MAX_TOKENS", 128, minimum=1)
 PLAYGROUND_MAX_SECONDS = env_int("PLAYGROUND_MAX_SECONDS", 120, minimum=1)
 PLAYGROUND_WARM_MODELS = env_int("PLAYGROUND_WARM_MODELS", 4, minimum=1)
+# A decode is answered or refused, never left hanging: a worker beats for each request it holds every
+# second; a request whose worker has been silent PLAYGROUND_WORKER_LOST_S ends with `worker_lost`, and
+# one no worker has taken within PLAYGROUND_QUEUE_WAIT_S is refused with `no_worker`.
+PLAYGROUND_WORKER_LOST_S = env_int("PLAYGROUND_WORKER_LOST_S", 5, minimum=2)
+PLAYGROUND_QUEUE_WAIT_S = env_int("PLAYGROUND_QUEUE_WAIT_S", 15, minimum=2)
 # Torch threads of an interactive worker process: small decoding steps are bound by per-op overhead,
 # and idle OpenMP threads spinning beside the loop slowed each step 10x on a busy 2-core machine.
 PLAYGROUND_TORCH_THREADS = env_int("PLAYGROUND_TORCH_THREADS", 1, minimum=1)

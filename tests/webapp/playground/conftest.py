@@ -23,10 +23,23 @@ def fresh_limits(redis_server):
     from webapp.playground.keys import PREFIX
 
     services._models.clear()  # model names repeat from test to test, with other folders
+    services._presence[:] = [float("-inf"), 0.0]  # whether a worker is up is read afresh
     client = services.playground_redis()
     stale = list(client.scan_iter(f"{PREFIX}:*"))
     if stale:
         client.delete(*stale)
+
+
+@pytest.fixture
+def present_worker(redis_server):
+    """An interactive worker's presence key, for tests of the queueing path that run no worker."""
+    from webapp.core.presence import PREFIX, workers_publish
+    from webapp.playground import services
+
+    client = services.playground_redis()
+    workers_publish(client, "present@test", ["interactive"])
+    yield
+    client.delete(PREFIX + "present@test")
 
 
 @pytest.fixture(scope="module")

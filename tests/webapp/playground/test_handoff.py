@@ -43,7 +43,8 @@ def empty_queue(redis_server):
     playground_redis().delete(QUEUE)
 
 
-def test_one_call_checks_every_limit_and_queues_the_admitted_jobs_in_one_message(student, settings, empty_queue):
+def test_one_call_checks_every_limit_and_queues_the_admitted_jobs_in_one_message(student, settings, empty_queue,
+                                                                               present_worker):
     settings.PLAYGROUND_MAX_CONCURRENT = 2
     jobs = [job_for(student.id) for _ in range(3)]
     verdicts = decode_queue(jobs)
@@ -52,7 +53,8 @@ def test_one_call_checks_every_limit_and_queues_the_admitted_jobs_in_one_message
     assert queued_messages(0) == [[jobs[0]["request_id"], jobs[1]["request_id"]]]
 
 
-async def test_a_burst_of_requests_leaves_in_fewer_messages_than_requests(student, settings, empty_queue):
+async def test_a_burst_of_requests_leaves_in_fewer_messages_than_requests(student, settings, empty_queue,
+                                                                        present_worker):
     settings.PLAYGROUND_MAX_CONCURRENT = 100
     jobs = [job_for(student.id) for _ in range(24)]
     verdicts = await asyncio.gather(*(handoff().send(job) for job in jobs))

@@ -23,7 +23,7 @@ from django.conf import settings
 
 from modelcore.checkpoint import LoadedModel
 from webapp.playground import keys
-from webapp.playground.relay import frames_message
+from webapp.playground.relay import beat_message, frames_message
 from webapp.playground.worker.batcher import Admission, Batcher, Out, Tick
 from webapp.playground.worker.lanes import Job
 from webapp.playground.worker.warm import WarmModels
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 ENDED_TTL_S = 300
 Control = tuple[set[str], dict[str, int]]  # requests to cancel, step credits per request
 MAX_CREDITS_READ = 100
+BEAT_S = 1.0  # how often the loop tells each web process which of its requests it still holds
 
 
 class DecodeLoop:
@@ -47,12 +48,15 @@ class DecodeLoop:
         self._ready = threading.Event()
         self._lock = threading.Lock()
         self._stopping = False
+        self._held: dict[str, str] = {}  # request id -> its relay, from submit() until the request ends
 
     # -- from Celery task threads -----------------------------------------------------------------
 
     def submit(self, data: dict[str, Any]) -> None:
         """Queue one job (the model is loaded here, in the caller's thread, so the loop never waits on it)."""
         job = Job.from_dict(data)
+        if job.relay is not None:  # beats start now: loading a cold model may take longer than the web side waits
+            self._held[job.request_id] = job.relay
         loaded: LoadedModel | Exception
         try:
             loaded = self.warm.get(job.model_path, job.model_hash)
@@ -96,6 +100,7 @@ class DecodeLoop:
         client = aioredis.Redis.from_url(settings.REDIS_URL)
         compute = ThreadPoolExecutor(1, thread_name_prefix="playground-compute", initializer=_limit_threads)
         sender = asyncio.create_task(self._send_forever(outbox, client))
+        beats = asyncio.create_task(self._beat_forever())
         self._ready.set()
         tick = Tick()
         control: asyncio.Task[Control] | None = None
@@ -110,6 +115,8 @@ class DecodeLoop:
                     # stops the request before its next step, and the read costs a turn no time.
                     control = asyncio.create_task(self._read_control(client, tick))
                     tick = await turn
+                    for ended in tick.ended:
+                        self._held.pop(ended.request_id, None)
                     if tick.out or tick.ended or tick.extended:
                         outbox.put_nowait(tick)
                 except Exception:  # keep serving: one bad turn must not end every student's decode
@@ -120,6 +127,7 @@ class DecodeLoop:
             )
             outbox.put_nowait(last)
         finally:
+            beats.cancel()
             outbox.put_nowait(None)
             await sender
             compute.shutdown(wait=False)
@@ -154,6 +162,23 @@ class DecodeLoop:
         cancels = {rid for rid, flag in zip(tick.live, flags, strict=True) if flag is not None}
         credits = {rid: len(items) for rid, items in zip(tick.stepping, popped, strict=True) if items}
         return cancels, credits
+
+    async def _beat_forever(self) -> None:
+        """Every BEAT_S, one message per web process naming the requests this worker holds for it.
+
+        The web side ends a request whose worker stays silent (webapp/playground/relay.py):
+        between a paced request's tokens, in step mode or while a model loads, this is all it hears.
+        """
+        layer = get_channel_layer()
+        while True:
+            await asyncio.sleep(BEAT_S)
+            by_relay: dict[str, list[str]] = defaultdict(list)
+            for request_id, relay in list(self._held.items()):
+                by_relay[relay].append(request_id)
+            try:
+                await asyncio.gather(*(layer.send(relay, beat_message(ids)) for relay, ids in by_relay.items()))
+            except Exception:  # Redis away for a moment: the next beat tries again
+                log.warning("playground beat could not be sent", exc_info=True)
 
     async def _send_forever(self, outbox: asyncio.Queue[Tick | None], client: aioredis.Redis) -> None:
         """Send each turn's frames in order (requests side by side), then record ended requests."""

@@ -1,0 +1,159 @@
+"""Every decode is answered or refused when a worker dies or none is up (real daphne, workers and a Redis of its own)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.test import Client
+from websockets.asyncio.client import ClientConnection, connect
+
+from scripts.redis_embedded import EmbeddedRedis
+from tests.fixtures.services import WebProcess, WorkerProcess, start_web, stop_web
+from tests.webapp.playground.conftest import SOURCE
+from webapp.playground import keys
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
+
+QUEUE_WAIT_S = 4  # the web processes' PLAYGROUND_QUEUE_WAIT_S here
+SLOW = {"type": "decode", "model": "tiny", "source": SOURCE, "pace_ms": 200, "min_len": 60, "max_len": 60}
+
+
+class Stack:
+    """A Redis of the test's own, daphne processes and interactive workers on it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.redis = EmbeddedRedis(tmp_path / "redis")
+        self.redis.start()
+        self.webs: list[WebProcess] = []
+        self.workers: list[WorkerProcess] = []
+
+    def web(self, **env: str) -> WebProcess:
+        web = start_web(self.tmp_path / f"daphne-{len(self.webs)}.log", REDIS_URL=self.redis.url, **env)
+        self.webs.append(web)
+        return web
+
+    def worker(self) -> WorkerProcess:
+        worker = WorkerProcess("interactive", self.redis.url, self.tmp_path / f"worker-{len(self.workers)}.log")
+        self.workers.append(worker)
+        worker.wait_ready()
+        return worker
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.stop(signal.SIGKILL)
+        for web in self.webs:
+            stop_web(web)
+        self.redis.stop()
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    stack = Stack(tmp_path)
+    yield stack
+    stack.close()
+
+
+def cookie_for(user: Any) -> str:
+    client = Client()
+    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+def socket(web: WebProcess, cookie: str) -> Any:
+    return connect(web.url.replace("http://", "ws://") + "/ws/decode/", origin=web.url,
+                   additional_headers={"Cookie": cookie}, open_timeout=10, close_timeout=5)
+
+
+async def frame(ws: ClientConnection, timeout: float = 20) -> dict[str, Any]:
+    return json.loads(await asyncio.wait_for(ws.recv(), timeout))
+
+
+async def until_final(ws: ClientConnection, timeout: float = 30) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while not frames or frames[-1]["type"] not in ("done", "error"):
+        frames.append(await frame(ws, max(0.1, deadline - time.monotonic())))
+    return frames
+
+
+def run(scenario: Callable[..., Any], *args: Any) -> Any:
+    return async_to_sync(scenario)(*args)
+
+
+def test_a_worker_killed_mid_decode_ends_the_request_with_worker_lost_and_a_new_worker_serves(stack, tiny, student):
+    web = stack.web(PLAYGROUND_QUEUE_WAIT_S=str(QUEUE_WAIT_S))
+    worker = stack.worker()
+    cookie = cookie_for(student)
+
+    async def killed() -> tuple[dict[str, Any], dict[str, Any], float, list[dict[str, Any]], dict[str, Any], float]:
+        async with socket(web, cookie) as ws:
+            await ws.send(json.dumps({**SLOW, "tag": "first"}))
+            start = await frame(ws)
+            await frame(ws)  # a token: the worker is mid-decode
+            worker.stop(signal.SIGKILL)  # as the OOM killer would: no chance to say goodbye
+            killed_at = time.monotonic()
+            last = (await until_final(ws))[-1]
+            waited = time.monotonic() - killed_at
+            after: list[dict[str, Any]] = []
+            try:  # nothing more comes for the lost request
+                after.append(await frame(ws, timeout=2))
+            except TimeoutError:
+                pass
+            # The dead worker's presence has not expired yet: this one is queued, and refused when nobody takes it.
+            await ws.send(json.dumps({**SLOW, "tag": "queued"}))
+            asked = time.monotonic()
+            queued = await frame(ws, timeout=QUEUE_WAIT_S + 5)
+            return start, last, waited, after, queued, time.monotonic() - asked
+
+    start, last, waited, after, queued, queued_wait = run(killed)
+    print(f"worker_lost {waited:.1f} s after the kill")
+    assert (last["type"], last["code"], last["request_id"], last["tag"]) == (
+        "error", "worker_lost", start["request_id"], "first")
+    assert "run it again" in last["message"]
+    assert waited <= settings.PLAYGROUND_WORKER_LOST_S + 2
+    assert after == []
+    assert (queued["type"], queued["code"], queued["tag"]) == ("error", "no_worker", "queued")
+    assert queued_wait <= QUEUE_WAIT_S + 2
+
+    stack.worker()
+
+    async def again() -> list[dict[str, Any]]:
+        async with socket(web, cookie) as ws:
+            await ws.send(json.dumps({"type": "decode", "model": "tiny", "source": SOURCE, "max_len": 8}))
+            return await until_final(ws)
+
+    frames = run(again)
+    assert frames[-1]["type"] == "done"
+    # The worker that came up found the refused request in the queue and dropped it unrun (it expired):
+    # a request it ran would have ended, cancelled, and been recorded.
+    client = redis.Redis.from_url(stack.redis.url)
+    assert client.get(keys.ended_key(frames[0]["request_id"])) is not None
+    assert client.get(keys.ended_key(queued["request_id"])) is None
+    assert [f["seq"] for f in frames if f["type"] == "token"] == list(range(frames[-1]["steps"]))
+
+
+def test_with_no_interactive_worker_a_decode_is_refused_with_no_worker_within_a_second(stack, tiny, student):
+    web = stack.web()
+    cookie = cookie_for(student)
+
+    async def refused() -> tuple[dict[str, Any], float]:
+        async with socket(web, cookie) as ws:
+            asked = time.monotonic()
+            await ws.send(json.dumps({**SLOW, "tag": "lonely"}))
+            answer = await frame(ws, timeout=5)
+            return answer, time.monotonic() - asked
+
+    answer, waited = run(refused)
+    print(f"no_worker after {waited * 1000:.0f} ms")
+    assert (answer["type"], answer["code"], answer["tag"]) == ("error", "no_worker", "lonely")
+    assert waited < 1.0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,22 @@ def _model_config(config: TrainConfig, src: Tokenizer, tgt: Tokenizer) -> ModelC
     )
 
 
+@contextmanager
+def _denormals_flushed() -> Iterator[None]:
+    """Flush float32 denormals to zero while training, and only then.
+
+    Adam's second moments of rarely used embedding rows decay into denormals, which x86 CPUs
+    compute ~20x slower: a run stalled for minutes per 100 steps until they were flushed. The
+    setting is process-wide, so it is undone afterwards (torch has no getter; off is its default).
+    """
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+
+
+@_denormals_flushed()
 def train(
     task: Task,
     out_dir: str | Path,
@@ -123,9 +140,6 @@ def train(
     config = config or TrainConfig()
     out_dir = Path(out_dir)
     device = resolve_device(config.device)
-    # Adam's second moments of rarely used embedding rows decay into float32 denormals, which x86
-    # CPUs compute ~20x slower: a run stalled for minutes per 100 steps until they were flushed to 0.
-    torch.set_flush_denormal(True)
     torch.manual_seed(config.seed)
     resuming = resume and has_train_state(out_dir)
     if resuming:

@@ -126,3 +126,9 @@ def test_reverse_is_learned_to_99_percent_exact_match(tmp_path: Path) -> None:
     result = train(get_task("reverse"), tmp_path, config)
     assert result.metrics["test"]["n"] == 1000
     assert result.metrics["test"]["exact_match"] >= 0.99
+
+
+def test_training_leaves_subnormal_floats_working_for_the_rest_of_the_process(tmp_path: Path, small_reverse) -> None:
+    train(small_reverse, tmp_path, _config(steps=2))
+    tiny = torch.tensor([1e-40], dtype=torch.float32)
+    assert (tiny * 1.0).item() > 0.0  # flush-to-zero is on only while training

@@ -186,11 +186,53 @@ function onFrame(frame) {
   } else {
     const request = state.request;
     if (!request || frame.request_id !== request.id) return;
-    if (frame.type === "token") onToken(request, frame);
-    else if (frame.type === "beams") onBeams(request, frame);
-    else if (frame.type === "done") onDone(request, frame);
+    if (frame.type === "token" && inOrder(request, frame)) onToken(request, frame);
+    else if (frame.type === "beams" && inOrder(request, frame)) onBeams(request, frame);
+    else if (frame.type === "state") onState(request, frame);
+    else if (frame.type === "done") {
+      if (request.resyncing || drawnDisagrees(request, frame)) resync(request);
+      onDone(request, frame);
+    }
   }
   refreshButtons();
+}
+
+// `seq` counts a request's steps from 0: a jump means frames were lost on the way, so ask for the
+// request's state (docs/protocol.md, "Gaps"); until it comes, later steps wait (the state holds them).
+function inOrder(request, frame) {
+  if (request.resyncing || frame.seq < request.steps.length) return false;
+  if (frame.seq > request.steps.length) {
+    resync(request);
+    return false;
+  }
+  return true;
+}
+
+function resync(request) {
+  request.resyncing = true;
+  send({ type: "resync", request_id: request.id });
+}
+
+// A `done` whose ids are not the tokens drawn (greedy, sampling): the screen missed a step.
+function drawnDisagrees(request, done) {
+  if (request.start.params.strategy === "beam") return false;
+  const drawn = request.steps.map((step) => step.id);
+  return done.ids.some((id, i) => drawn[i] !== id);
+}
+
+// Every frame the worker sent for the request, in order: redraw from it, so the screen equals its output.
+function onState(request, frame) {
+  request.resyncing = false;
+  request.steps = [];
+  request.paths = [[]];
+  views.reset(request.start);
+  $("pg-output").textContent = "";
+  $("pg-tokens").replaceChildren();
+  for (const step of frame.frames) {
+    if (step.type === "token") onToken(request, step);
+    else if (step.type === "beams") onBeams(request, step);
+    else if (step.type === "done") onDone(request, step);
+  }
 }
 
 function showSource(frame) {

@@ -1,7 +1,9 @@
 """`/ws/decode/`: a student's decode requests go to the worker; the worker's frames come back here."""
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import deque
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -15,9 +17,11 @@ from webapp.playground.services import (
     decode_cancel,
     decode_request,
     decode_step,
+    ended_state,
     model_for,
     new_job,
     published_model_cached,
+    request_resync,
 )
 
 log = logging.getLogger(__name__)
@@ -29,13 +33,14 @@ LOST_MESSAGES = {
 
 
 class DecodeConsumer(JsonSocket):
-    """Frames: decode, cancel, step. Worker frames arrive on this consumer's own channel."""
+    """Frames: decode, cancel, step, resync. Worker frames arrive through the web process's relay."""
 
-    frame_types = ("decode", "cancel", "step")
+    frame_types = ("decode", "cancel", "step", "resync")
 
     async def on_connect(self) -> None:
         self.running: dict[str, bool] = {}  # request id -> step mode, until its done/error frame
         self.tags: dict[str, dict[str, Any]] = {}  # request id -> its tag, to echo if the request is lost
+        self.ended: deque[str] = deque(maxlen=16)  # this socket's last ended requests, which a client may resync
         self.relay_channel = await relay().register(self)  # the worker's frames for this process, per step
 
     async def disconnect(self, code: int) -> None:
@@ -94,8 +99,31 @@ class DecodeConsumer(JsonSocket):
 
     def _ended(self, request_id: str) -> dict[str, Any]:
         """Forget a request of this socket; returns its tag."""
-        self.running.pop(request_id, None)
+        if self.running.pop(request_id, None) is not None:
+            self.ended.append(request_id)
         return self.tags.pop(request_id, None) or {}
+
+    async def on_resync(self, frame: dict[str, Any]) -> None:
+        """The client saw a gap in a request's `seq`: send it a `state` frame with every frame of the request."""
+        try:
+            wanted = parse_target(frame)
+        except ProtocolError as error:
+            await self.send_error(error.code, error.message)
+            return
+        if wanted in self.running:  # the worker answers between two steps, after every frame it sent before
+            await sync_to_async(request_resync, thread_sensitive=False)(wanted)
+            return
+        state = None
+        for _ in range(5) if wanted in self.ended else ():
+            # The worker keeps the state just after it sends the last frame: a client that asks at once may be first.
+            state = await sync_to_async(ended_state, thread_sensitive=False)(wanted)
+            if state is not None:
+                break
+            await asyncio.sleep(0.1)
+        if state is None:
+            await self.send_error("not_running", "no request with that id ran on this socket lately")
+        else:
+            await self.send(text_data=state)
 
     async def on_cancel(self, frame: dict[str, Any]) -> None:
         targets = await self._targets(frame, step_only=False)

@@ -28,3 +28,13 @@ def rate_key(user_id: int) -> str:
 def ended_key(request_id: str) -> str:
     """Written by the loop when a request ends: why and after how many steps (JSON), for a while."""
     return f"{PREFIX}:ended:{request_id}"
+
+
+def resync_key(request_id: str) -> str:
+    """Set by the socket when its client saw a gap in a running request's `seq`; read by the loop between steps."""
+    return f"{PREFIX}:resync:{request_id}"
+
+
+def state_key(request_id: str) -> str:
+    """Every frame of an ended request as the worker sent it (a JSON list), for a client's late resync."""
+    return f"{PREFIX}:state:{request_id}"

@@ -18,6 +18,7 @@ PLAYGROUND_WORKER_LOST_S ends with `worker_lost` (the worker was killed or lost 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -74,6 +75,8 @@ class Relay:
         self._task: asyncio.Task[None] | None = None
         self._watched: dict[str, Watched] = {}
         self._watchdog: asyncio.Task[None] | None = None
+        # Tests only: drop each request's token frame of this seq, as a lost message would (settings/test.py).
+        self._drop_seq: int | None = getattr(settings, "PLAYGROUND_TEST_DROP_SEQ", None)
 
     def watch(self, socket: FrameReceiver, request_id: str) -> None:
         """Expect this request's frames; tell the socket when they stop coming (request_lost)."""
@@ -149,6 +152,8 @@ class Relay:
                     else:
                         self._seen(request_id)
                     socket = self._sockets.get(reply)
+                    if self._drop_seq is not None and _has_seq(text, self._drop_seq):
+                        continue
                     if socket is not None:
                         await socket.playground_frame(frame_message(request_id, final, text))
                 except Exception:  # one bad frame or one socket's failure must not stop the others
@@ -156,6 +161,12 @@ class Relay:
             # One step at a time: let the server write this step's frames before taking the next
             # message (a backlog of steps taken in one go reached each client as one burst).
             await asyncio.sleep(0)
+
+
+def _has_seq(text: str, seq: int) -> bool:
+    """Whether this frame is a token (or beams) frame of this seq (the test hook's check; never in production)."""
+    frame = json.loads(text)
+    return frame.get("type") in ("token", "beams") and frame.get("seq") == seq
 
 
 relay = per_loop(Relay)  # the running event loop's relay

@@ -210,6 +210,17 @@ def decode_step(*, request_ids: list[str]) -> None:
     pipe.execute()
 
 
+def request_resync(request_id: str) -> None:
+    """Ask the worker for a `state` frame of this running request (read between two steps)."""
+    playground_redis().set(keys.resync_key(request_id), "1", ex=keys.CONTROL_TTL_S)
+
+
+def ended_state(request_id: str) -> str | None:
+    """The `state` frame the worker kept when this request ended (for ENDED_TTL_S), if any."""
+    state = playground_redis().get(keys.state_key(request_id))
+    return state.decode() if state is not None else None
+
+
 def playground_models(user: Any) -> list[TrainedModel]:
     """The models this user may decode with, the shipped zh-en ones first."""
     models = list(models_visible_to(user))

@@ -31,7 +31,7 @@ from webapp.playground.worker.warm import WarmModels
 log = logging.getLogger(__name__)
 
 ENDED_TTL_S = 300
-Control = tuple[set[str], dict[str, int]]  # requests to cancel, step credits per request
+Control = tuple[set[str], dict[str, int], set[str]]  # requests to cancel, step credits, requests to resync
 MAX_CREDITS_READ = 100
 BEAT_S = 1.0  # how often the loop tells each web process which of its requests it still holds
 
@@ -96,7 +96,7 @@ class DecodeLoop:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._inbox = asyncio.Queue()
-        outbox: asyncio.Queue[Tick | None] = asyncio.Queue()
+        outbox: asyncio.Queue[Tick | set[str] | None] = asyncio.Queue()
         client = aioredis.Redis.from_url(settings.REDIS_URL)
         compute = ThreadPoolExecutor(1, thread_name_prefix="playground-compute", initializer=_limit_threads)
         sender = asyncio.create_task(self._send_forever(outbox, client))
@@ -108,7 +108,9 @@ class DecodeLoop:
             while not self._stopping:
                 try:
                     jobs = await self._collect(tick.wake_in)
-                    cancels, credits = await control if control is not None else (set(), {})
+                    cancels, credits, resyncs = await control if control is not None else (set(), {}, set())
+                    if resyncs:  # in the outbox's order: each state holds every frame sent before it
+                        outbox.put_nowait(resyncs)
                     call = functools.partial(self.batcher.tick, jobs=jobs, cancels=cancels, credits=credits)
                     turn = self._loop.run_in_executor(compute, call)
                     # Read the flags for the next turn while this one computes: a cancel sent now
@@ -153,15 +155,19 @@ class DecodeLoop:
     async def _read_control(self, client: aioredis.Redis, tick: Tick) -> Control:
         """Cancel flags of every live request and step credits of step-mode ones, in one round trip."""
         if not tick.live:
-            return set(), {}
+            return set(), {}, set()
         pipe = client.pipeline(transaction=False)
         pipe.mget([keys.cancel_key(rid) for rid in tick.live])
+        pipe.mget([keys.resync_key(rid) for rid in tick.live])
         for rid in tick.stepping:
             pipe.lpop(keys.step_key(rid), MAX_CREDITS_READ)
-        flags, *popped = await pipe.execute()
+        flags, asked, *popped = await pipe.execute()
         cancels = {rid for rid, flag in zip(tick.live, flags, strict=True) if flag is not None}
+        resyncs = {rid for rid, flag in zip(tick.live, asked, strict=True) if flag is not None}
+        if resyncs:
+            await client.delete(*(keys.resync_key(rid) for rid in resyncs))
         credits = {rid: len(items) for rid, items in zip(tick.stepping, popped, strict=True) if items}
-        return cancels, credits
+        return cancels, credits, resyncs
 
     async def _beat_forever(self) -> None:
         """Every BEAT_S, one message per web process naming the requests this worker holds for it.
@@ -180,14 +186,22 @@ class DecodeLoop:
             except Exception:  # Redis away for a moment: the next beat tries again
                 log.warning("playground beat could not be sent", exc_info=True)
 
-    async def _send_forever(self, outbox: asyncio.Queue[Tick | None], client: aioredis.Redis) -> None:
-        """Send each turn's frames in order (requests side by side), then record ended requests."""
+    async def _send_forever(self, outbox: asyncio.Queue[Tick | set[str] | None], client: aioredis.Redis) -> None:
+        """Send each turn's frames in order (requests side by side), then record ended requests.
+
+        A set in the outbox names requests whose client saw a gap: each gets a `state` frame
+        holding every frame sent for it so far.
+        """
         sender = FrameSender(get_channel_layer())
         while (tick := await outbox.get()) is not None:
             try:
+                if isinstance(tick, set):
+                    await sender.send_states(tick)
+                    continue
                 await sender.send(tick.out)
-                if tick.ended or tick.extended:
-                    await _record(client, tick)
+                finished = sender.take_finished()
+                if tick.ended or tick.extended or finished:
+                    await _record(client, tick, finished)
             except Exception:
                 log.exception("playground frames could not be sent")
 
@@ -210,29 +224,62 @@ class FrameSender:
 
     def __init__(self, layer: Any) -> None:
         self.layer = layer
+        self._sent: dict[str, list[Out]] = {}  # request id -> its frames sent so far, until its last
+        self._finished: dict[str, str] = {}  # request id -> state of a request whose last frame just went
 
     async def send(self, outs: list[Out]) -> None:
         relayed: dict[str, list[Out]] = defaultdict(list)
         for out in outs:
+            self._sent.setdefault(out.request_id, []).append(out)
+            if out.final:
+                self._finished[out.request_id] = _state_text(out.request_id, self._sent.pop(out.request_id))
             if out.relay is None:
                 log.error("request %s has no relay to send its frames to", out.request_id)
             else:
                 relayed[out.relay].append(out)
         await asyncio.gather(*(self.layer.send(relay, _relay_message(group)) for relay, group in relayed.items()))
 
+    async def send_states(self, request_ids: set[str]) -> None:
+        """A `state` frame for each of these running requests: every frame sent for it so far."""
+        outs = []
+        for request_id in request_ids:
+            sent = self._sent.get(request_id)
+            if sent:
+                last = sent[-1]
+                outs.append(Out(last.reply, request_id, False, _state_text(request_id, sent), last.relay))
+        if outs:
+            relayed: dict[str, list[Out]] = defaultdict(list)
+            for out in outs:
+                if out.relay is not None:
+                    relayed[out.relay].append(out)
+            await asyncio.gather(*(self.layer.send(r, _relay_message(group)) for r, group in relayed.items()))
+
+    def take_finished(self) -> dict[str, str]:
+        """The states of the requests that ended since the last call, for a late resync (keys.state_key)."""
+        finished, self._finished = self._finished, {}
+        return finished
+
+
+def _state_text(request_id: str, outs: list[Out]) -> str:
+    """The `state` frame: the frames' own JSON texts, in order, inside one object."""
+    return f'{{"type": "state", "request_id": {json.dumps(request_id)}, "frames": [{", ".join(o.text for o in outs)}]}}'
+
 
 def _relay_message(outs: list[Out]) -> dict[str, Any]:
     return frames_message([(out.reply, out.request_id, out.final, out.text) for out in outs])
 
 
-async def _record(client: aioredis.Redis, tick: Tick) -> None:
-    """Free ended requests' slots, note why they ended, push back step-mode slots that moved."""
+async def _record(client: aioredis.Redis, tick: Tick, states: dict[str, str]) -> None:
+    """Free ended requests' slots, note why they ended, keep their frames a while, push back step-mode slots."""
     pipe = client.pipeline(transaction=False)
+    for request_id, state in states.items():
+        pipe.set(keys.state_key(request_id), state, ex=ENDED_TTL_S)
     for ended in tick.ended:
         pipe.zrem(keys.running_key(ended.user_id), ended.request_id)
         pipe.set(keys.ended_key(ended.request_id), json.dumps({"reason": ended.reason, "steps": ended.steps}),
                  ex=ENDED_TTL_S)
-        pipe.delete(keys.cancel_key(ended.request_id), keys.step_key(ended.request_id))
+        pipe.delete(keys.cancel_key(ended.request_id), keys.step_key(ended.request_id),
+                    keys.resync_key(ended.request_id))
     for user_id, request_id, expires in tick.extended:
         pipe.zadd(keys.running_key(user_id), {request_id: expires}, xx=True)
     await pipe.execute()

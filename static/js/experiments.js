@@ -1,8 +1,7 @@
 // Experiment pages: draw every figure set, and follow launched runs live over /ws/experiments/<id>/.
 import { chartLabel } from "./chart_labels.js";
+import { colorOf, plot } from "./figure_style.js";
 import { liveSocket } from "./socket.js";
-
-const CONFIG = { responsive: true, displaylogo: false };
 
 function drawFigureSets(root) {
   const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
@@ -14,7 +13,7 @@ function drawFigureSets(root) {
       const figure = figures[div.dataset.figure];
       if (!figure) { div.hidden = true; continue; }
       if (div.dataset.drawn) continue;
-      Plotly.newPlot(div, figure.data, figure.layout, CONFIG);
+      plot(div, figure.data, figure.layout);
       div.dataset.drawn = "1";
     }
   }
@@ -28,7 +27,10 @@ function followRun(panel) {
   const live = panel.querySelector(".live-loss");
   const labels = JSON.parse(panel.dataset.statusLabels || "{}");
   const arms = new Map(); // arm label -> trace index of the live loss chart
-  if (live) Plotly.newPlot(live, [], { margin: { t: 30 }, title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } } }, CONFIG);
+  // Drawn at the first loss point: a run that trains nothing (gradients at initialisation) shows no empty chart.
+  if (live) live.hidden = true;
+  const liveLayout = { margin: { t: 30 }, title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } },
+                       yaxis: { title: { text: chartLabel("loss") } } };
   const setProgress = (p) => { bar.style.width = `${Math.round(p * 100)}%`; bar.parentElement.setAttribute("aria-valuenow", Math.round(p * 100)); };
   const showResult = () => {
     socket.close();
@@ -39,9 +41,13 @@ function followRun(panel) {
     if (frame.status) { status.textContent = labels[frame.status] || frame.status; panel.dataset.status = frame.status; }
     if (typeof frame.progress === "number") setProgress(frame.progress);
     if (frame.type === "progress" && live && frame.arm !== undefined && typeof frame.loss === "number") {
+      if (live.hidden) {
+        live.hidden = false;
+        plot(live, [], liveLayout);
+      }
       if (!arms.has(frame.arm)) {
         arms.set(frame.arm, arms.size);
-        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: chartLabel(frame.arm) });
+        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: chartLabel(frame.arm), line: { color: colorOf(frame.arm) } });
       }
       Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
     }

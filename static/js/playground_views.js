@@ -1,8 +1,10 @@
 // The playground's Plotly views; each grows with every step of the request being shown.
-const Plotly = window.Plotly;
-const CONFIG = { displayModeBar: false, responsive: true };
+import { COLORS, plot } from "./figure_style.js";
+
+const CONFIG = { displayModeBar: false };
 const MARGIN = { l: 80, r: 10, t: 10, b: 60 };
-const ACCENT = "#2f6fde";
+const ACCENT = COLORS.chosen || "#2f6fde";
+const OTHER = COLORS.other || "#aab4c5";
 const WEIGHTS = [[0, "#f7fbff"], [0.25, "#c6dbef"], [0.5, "#6baed6"], [0.75, "#2171b5"], [1, "#08306b"]]; // 0 light, 1 dark
 
 // attention[layer][head] is a row (or a matrix); head "mean" averages over the heads.
@@ -63,17 +65,18 @@ function axis(labels, extra = {}) {
   return { tickvals: labels.map((_, i) => i), ticktext: labels, tickfont: { size: 11 }, zeroline: false, showgrid: false, ...extra };
 }
 
-function heatmap(element, z, xLabels, yLabels, hover) {
+function heatmap(element, z, xLabels, yLabels, hover, titles) {
   const trace = {
     type: "heatmap", z, x: xLabels.map((_, i) => i), y: yLabels.map((_, i) => i), zmin: 0, zmax: 1,
     colorscale: WEIGHTS, hoverongaps: false, hovertemplate: hover, customdata: yLabels.map((y) => xLabels.map(
       (x) => [y, x])),
   };
   const layout = {
-    margin: MARGIN, xaxis: axis(xLabels, { tickangle: -45 }), yaxis: axis(yLabels, { autorange: "reversed" }),
+    margin: MARGIN, xaxis: axis(xLabels, { tickangle: -45, title: { text: titles.x } }),
+    yaxis: axis(yLabels, { autorange: "reversed", title: { text: titles.y } }),
     plot_bgcolor: "#e9ebf0", // masked cells stay empty: this grey shows through
   };
-  Plotly.react(element, [trace], layout, CONFIG);
+  plot(element, [trace], layout, { config: CONFIG, alt: titles.alt });
 }
 
 export class Views {
@@ -140,7 +143,8 @@ export class Views {
     if (!rows.length) return;
     const z = rows.map((attention) => pick(attention.cross, layer, head));
     heatmap("view-cross", z, src, out.slice(0, z.length),
-      `${this.s.output} %{customdata[0]}<br>${this.s.source} %{customdata[1]}: %{z:.3f}<extra></extra>`);
+      `${this.s.output} %{customdata[0]}<br>${this.s.source} %{customdata[1]}: %{z:.3f}<extra></extra>`,
+      { x: this.s.source, y: this.s.output, alt: this.s.alt_cross });
   }
 
   self(steps, out, layer, head) {
@@ -153,13 +157,15 @@ export class Views {
     });
     const columns = ["<bos>", ...steps.slice(0, width - 1).map(stepToken)];
     heatmap("view-self", z, columns, out.slice(0, z.length),
-      `${this.s.output} %{customdata[0]}<br>${this.s.prefix} %{customdata[1]}: %{z:.3f}<extra></extra>`);
+      `${this.s.output} %{customdata[0]}<br>${this.s.prefix} %{customdata[1]}: %{z:.3f}<extra></extra>`,
+      { x: this.s.prefix, y: this.s.output, alt: this.s.alt_self });
   }
 
   encoder(start, src, layer, head) {
     if (!start.encoder_attention) return;
     heatmap("view-encoder", pick(start.encoder_attention, layer, head), src, src,
-      `%{customdata[0]} → %{customdata[1]}: %{z:.3f}<extra></extra>`);
+      `%{customdata[0]} → %{customdata[1]}: %{z:.3f}<extra></extra>`,
+      { x: this.s.source_key, y: this.s.source_query, alt: this.s.alt_encoder });
   }
 
   topk(step) {
@@ -179,12 +185,12 @@ export class Views {
   bars(bars, title) {
     const trace = {
       type: "bar", x: bars.map((b) => b.token), y: bars.map((b) => b.prob),
-      marker: { color: bars.map((b) => (b.chosen ? ACCENT : "#aab4c5")) },
+      marker: { color: bars.map((b) => (b.chosen ? ACCENT : OTHER)) },
       hovertemplate: `%{x}: %{y:.3f}<extra></extra>`,
     };
-    const layout = { margin: { ...MARGIN, l: 50 }, yaxis: { range: [0, 1], title: this.s.probability },
+    const layout = { margin: { ...MARGIN, l: 50 }, yaxis: { range: [0, 1], title: { text: this.s.probability } },
                      xaxis: { type: "category", title: { text: title } } };
-    Plotly.react("view-topk", [trace], layout, CONFIG);
+    plot("view-topk", [trace], layout, { config: CONFIG, alt: `${this.s.probability}: ${title}` });
   }
 
   // The tree: every live beam a point (hover for its token), the shown hypothesis's tokens written out, and each
@@ -212,8 +218,8 @@ export class Views {
       });
     });
     const traces = [
-      { type: "scatter", mode: "lines", ...lines, line: { color: "#aab4c5", width: 1 }, hoverinfo: "skip" },
-      { type: "scatter", mode: "markers", ...nodes, marker: { color: "#aab4c5", size: 7 },
+      { type: "scatter", mode: "lines", ...lines, line: { color: OTHER, width: 1 }, hoverinfo: "skip" },
+      { type: "scatter", mode: "markers", ...nodes, marker: { color: OTHER, size: 7 },
         hovertemplate: "%{text}<extra></extra>" },
       { type: "scatter", mode: "markers+text", ...shown, textposition: "top center", textfont: { size: 11 },
         marker: { color: ACCENT, size: 9 }, hovertemplate: "%{text}<extra></extra>" },
@@ -224,10 +230,10 @@ export class Views {
     const height = Math.max(260, 80 + rows * 42); // a row of labels for each beam, up to 8
     document.getElementById("view-beams").style.height = `${height}px`;
     const layout = { margin: { ...MARGIN, l: 50 }, showlegend: false, height,
-                     xaxis: { title: this.s.step, dtick: 1, range: [-0.6, steps.length - 0.4] },
-                     yaxis: { title: this.s.beam_rank, dtick: 1, tickformat: "d",
+                     xaxis: { title: { text: this.s.step }, dtick: 1, range: [-0.6, steps.length - 0.4] },
+                     yaxis: { title: { text: this.s.beam_rank }, dtick: 1, tickformat: "d",
                               range: [rows - 0.4, -0.6] } };
-    Plotly.react("view-beams", traces, layout, CONFIG);
+    plot("view-beams", traces, layout, { config: CONFIG, alt: this.s.alt_beams });
   }
 
   cache(steps) {
@@ -242,10 +248,11 @@ export class Views {
     const stacked = [
       { type: "bar", name: this.s.cache_self, x: layers, y: layers.map(() => info.self_positions), marker: { color: ACCENT } },
       { type: "bar", name: this.s.cache_cross, x: layers, y: layers.map(() => info.cross_positions),
-        marker: { color: "#aab4c5" } },
+        marker: { color: OTHER } },
     ];
-    Plotly.react("view-kv-layers", stacked, { barmode: "stack", margin: { ...MARGIN, l: 40, b: 30 },
-                                              legend: { orientation: "h", y: 1.15 } }, CONFIG);
+    plot("view-kv-layers", stacked, { barmode: "stack", margin: { ...MARGIN, l: 40, b: 30 },
+                                      yaxis: { title: { text: this.s.positions } }, legend: { orientation: "h", y: 1.15 } },
+         { config: CONFIG, alt: this.s.kv_summary_alt });
     const x = steps.map((step) => step.seq);
     const timed = [
       { type: "scatter", mode: "lines+markers", name: this.s.with_cache, x, y: steps.map((s) => s.timing.step_ms),
@@ -253,9 +260,10 @@ export class Views {
     ];
     if (steps.some((s) => s.timing.recompute_ms != null)) {
       timed.push({ type: "scatter", mode: "lines+markers", name: this.s.recompute, x,
-                   y: steps.map((s) => s.timing.recompute_ms ?? null), line: { color: "#b4540a" } });
+                   y: steps.map((s) => s.timing.recompute_ms ?? null), line: { color: COLORS.recompute } });
     }
-    Plotly.react("view-kv-time", timed, { margin: { ...MARGIN, l: 50, b: 30 }, yaxis: { title: this.s.ms, rangemode: "tozero" },
-                                          legend: { orientation: "h", y: 1.15 } }, CONFIG);
+    plot("view-kv-time", timed, { margin: { ...MARGIN, l: 50, b: 40 }, yaxis: { title: { text: this.s.ms }, rangemode: "tozero" },
+                                  xaxis: { title: { text: this.s.step }, tickformat: "d", dtick: x.length <= 12 ? 1 : undefined },
+                                  legend: { orientation: "h", y: 1.15 } }, { config: CONFIG, alt: this.s.ms });
   }
 }

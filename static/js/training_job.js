@@ -1,6 +1,7 @@
 // One training job, live: the server's snapshot first, then each step, log line and status change
 // from /ws/training/<id>/. Steps at or below the last one drawn are skipped, so a reconnect never doubles a point.
 import { chartLabel } from "./chart_labels.js";
+import { colorOf, plot } from "./figure_style.js";
 import { liveSocket } from "./socket.js";
 
 const root = document.getElementById("job");
@@ -16,7 +17,6 @@ const lossLayout = { margin: { t: 10 }, xaxis: { title: { text: chartLabel("step
                      legend: { orientation: "h" } };
 const evalLayout = { margin: { t: 10 }, xaxis: { title: { text: chartLabel("step") } }, yaxis: { range: [0, 1.05] },
                      legend: { orientation: "h" } };
-const plotConfig = { responsive: true, displaylogo: false };
 
 function evalValue(row, key) {
   return key === "bleu" ? row.bleu / 100 : row[key];  // BLEU is 0..100; the plot shares the 0..1 axis
@@ -24,13 +24,13 @@ function evalValue(row, key) {
 
 function drawSnapshot(snapshot) {
   const history = snapshot.history || [];
-  Plotly.react("loss-plot", [{ name: chartLabel("loss"), mode: "lines", x: history.map((p) => p.step), y: history.map((p) => p.loss) }],
-               lossLayout, plotConfig);
+  plot("loss-plot", [{ name: chartLabel("loss"), mode: "lines", x: history.map((p) => p.step), y: history.map((p) => p.loss),
+                       line: { color: colorOf("loss") } }], lossLayout);
   const evals = snapshot.evals || [];
-  Plotly.react("eval-plot", EVAL_KEYS.map((key) => ({
-    name: chartLabel(key), mode: "lines+markers",
+  plot("eval-plot", EVAL_KEYS.map((key) => ({
+    name: chartLabel(key), mode: "lines+markers", line: { color: colorOf(key) },
     x: evals.map((row) => row.step), y: evals.map((row) => evalValue(row, key)),
-  })), evalLayout, plotConfig);
+  })), evalLayout);
   lastStep = history.length ? history[history.length - 1].step : 0;
   document.getElementById("log").textContent = (snapshot.log || []).join("\n");
   setProgress(snapshot.step, snapshot.steps);

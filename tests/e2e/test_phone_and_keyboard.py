@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.demo import STATUS, sign_in
+from tests.fixtures.demo import STATUS, playground_ready, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -68,9 +68,7 @@ def test_from_the_keyboard_alone_a_student_reaches_the_source_and_enter_runs(
 ):
     start_worker("interactive")
     page = page_factory("en-US")
-    sign_in(page, asgi_server, "student")
-    page.goto(asgi_server + "/playground/")
-    page.wait_for_function(f"{STATUS}.startsWith('Ready')")
+    playground_ready(page, asgi_server)
     assert "Enter runs" in page.get_by_test_id("source-hint").inner_text()  # the shortcut is shown
     assert _contrast(page, "main a") >= 4.5
 
@@ -97,9 +95,7 @@ def test_from_the_keyboard_alone_a_student_reaches_the_source_and_enter_runs(
 def test_the_playground_says_what_it_did_with_the_input(asgi_server, demo, zh_en, page_factory, start_worker):
     start_worker("interactive")
     page = page_factory("en-US")
-    sign_in(page, asgi_server, "student")
-    page.goto(asgi_server + "/playground/")
-    page.wait_for_function(f"{STATUS}.startsWith('Ready')")
+    playground_ready(page, asgi_server)
     facts = page.get_by_test_id("model-facts").inner_text()
     assert "exact_match" not in facts and "token_accuracy" not in facts and "exact match" in facts
     assert facts.lower().count("post-ln") == 1, facts

@@ -6,11 +6,10 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from webapp.core.figure_style import COLORS
 from webapp.experiments.pages import DEPTHS
 
 Figure = dict[str, Any]
-COLORS = {"post": "#b42318", "pre": "#2f6fde", "residual": "#13795b", "no residual": "#b4540a",
-          "warmup": "#2f6fde", "no warmup": "#b42318", "layernorm": "#2f6fde", "rmsnorm": "#7a3fc2"}
 
 
 def label_text(label: str) -> str:
@@ -27,9 +26,14 @@ def _stack_layer(name: str) -> str:
     return words[stack] % {"n": index} if stack in words else name
 
 
+LAYER_TICKS = {"dtick": 1, "tickformat": "d"}  # layers are whole numbers: no tick at 1.5
+
+
 def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title}, "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}, **extra.pop("yaxis", {})},
-            "margin": {"t": 50, "r": 20, "b": 50, "l": 60}, "legend": {"orientation": "h", "y": -0.25}, **extra}
+    """Titles and axes; fonts, colours, margins that fit the labels and log ticks come from figure_style (one place)."""
+    return {"title": {"text": title}, "xaxis": {"title": {"text": x}, **extra.pop("xaxis_extra", {})},
+            "yaxis": {"title": {"text": y}, **extra.pop("yaxis", {})},
+            "margin": {"t": 50, "r": 20, "b": 50, "l": 60}, **extra}
 
 
 def _line(name: str, x: list[Any], y: list[Any], color: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -79,7 +83,7 @@ def gradflow_figure(named: list[tuple[str, dict[str, Any]]], *, stack: str, grou
                        "mode": "lines+markers",
                        "error_y": {"type": "data", "array": spread, "arrayminus": below, "visible": True}})
     return {"data": traces, "layout": _layout(title, _("layer (1 = nearest the input)"), _("gradient norm"),
-                                              yaxis={"type": "log"})}
+                                              yaxis={"type": "log"}, xaxis_extra=LAYER_TICKS)}
 
 
 def _log_norms(arm: dict[str, Any]) -> list[list[float | None]]:
@@ -111,7 +115,8 @@ def drift_figure(result: dict[str, Any], *, measure: str, title: str, y_title: s
             norms = [_mean(arm["input_norm"]), *(_mean(layer["norm"]) for layer in arm["layers"])]
             traces.append(_line(f"{label_text(arm['label'])} · ‖h_l‖", list(range(len(norms))), norms, COLORS.get(arm["label"]),
                                 line={"dash": "dot"}))
-    return {"data": traces, "layout": _layout(title, _("layer (0 = input embedding + position)"), y_title)}
+    return {"data": traces, "layout": _layout(title, _("layer (0 = input embedding + position)"), y_title,
+                                              xaxis_extra=LAYER_TICKS)}
 
 
 def _drift_start(arm: dict[str, Any], measure: str) -> float | None:

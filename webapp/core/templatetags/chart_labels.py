@@ -6,6 +6,7 @@ from django.utils.html import json_script
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
+from webapp.core.figure_style import figure_style as style
 from webapp.experiments.figures import label_text
 
 register = template.Library()
@@ -21,3 +22,9 @@ def chart_labels() -> SafeString:
         "bleu": "BLEU / 100", "valid_loss": _("validation loss"), **{arm: label_text(arm) for arm in arms},
     }
     return json_script(labels, "chart-labels")
+
+
+@register.simple_tag
+def figure_style() -> SafeString:
+    """<script id="figure-style">: the app's Plotly template and colour per concept (webapp/core/figure_style.py)."""
+    return json_script(style(), "figure-style")

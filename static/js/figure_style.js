@@ -1,0 +1,81 @@
+// Every chart of the app is drawn through plot(): one Plotly template and a colour per concept
+// (webapp/core/figure_style.py, read from base.html's <script id="figure-style">), readable log axes,
+// and a text alternative for screen readers.
+const node = document.getElementById("figure-style");
+const STYLE = node ? JSON.parse(node.textContent) : { colors: {}, colorway: [], template: { layout: {} } };
+const CONFIG = { responsive: true, displaylogo: false };
+
+export const COLORS = STYLE.colors;
+
+const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+
+// 0.02, 0.5, 3, 2×10⁻⁵: plain decimals where they stay short, powers of ten beyond (never 1μ, 1n, 1p).
+export function logTickText(value) {
+  const exponent = Math.floor(Math.log10(value) + 1e-9);
+  const mantissa = Math.round(value / 10 ** exponent);
+  if (exponent >= -3 && exponent <= 4) return String(Number(value.toPrecision(1)));
+  const power = `10${String(exponent).replace(/./g, (c) => SUPERSCRIPT[c])}`;
+  return mantissa === 1 ? power : `${mantissa}×${power}`;
+}
+
+// Ticks at 1, 2 and 5 of each decade the data span (only the powers of ten over many decades).
+function logTicks(values) {
+  const positive = values.filter((v) => typeof v === "number" && v > 0 && Number.isFinite(v));
+  if (!positive.length) return null;
+  const low = Math.floor(Math.log10(Math.min(...positive)));
+  const high = Math.ceil(Math.log10(Math.max(...positive)));
+  const steps = high - low > 4 ? [1] : [1, 2, 5];
+  const ticks = [];
+  for (let e = low; e <= high; e += 1) for (const m of steps) ticks.push(m * 10 ** e);
+  const min = Math.min(...positive) / 1.5;
+  const max = Math.max(...positive) * 1.5;
+  const shown = ticks.filter((t) => t >= min && t <= max);
+  return { tickvals: shown, ticktext: shown.map(logTickText) };
+}
+
+function axisValues(data, axisName) {
+  const letter = axisName[0]; // "x" or "y"
+  const id = axisName.length > 5 ? `${letter}${axisName.slice(5)}` : letter; // yaxis2 -> y2
+  return data.filter((trace) => (trace[`${letter}axis`] || letter) === id)
+    .flatMap((trace) => (Array.isArray(trace[letter]) ? trace[letter].flat(2) : []));
+}
+
+function styleAxes(data, layout) {
+  for (const name of Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key))) {
+    const axis = layout[name];
+    if (axis.type === "log" && !axis.tickvals) Object.assign(axis, logTicks(axisValues(data, name)) || {});
+    // One point (a single validation at step 200): an axis from 0, not one from 199 to 201 (and it still suits
+    // the points a live chart adds later).
+    const values = [...new Set(axisValues(data, name).filter((v) => typeof v === "number"))];
+    if (name.startsWith("x") && values.length === 1 && values[0] > 0 && !axis.tickvals && !axis.range) {
+      axis.rangemode = "tozero";
+    }
+  }
+}
+
+function titleText(title) {
+  return typeof title === "string" ? title : title?.text || "";
+}
+
+// What a screen reader says for the chart: its title, its axes and its series.
+export function describe(data, layout, alt = "") {
+  const axes = Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key))
+    .map((key) => titleText(layout[key].title)).filter(Boolean);
+  const names = data.map((trace) => trace.name).filter(Boolean);
+  return [alt || titleText(layout.title), axes.length ? axes.join(" · ") : "", names.join(", ")]
+    .filter(Boolean).join(". ");
+}
+
+export function plot(element, data, layout = {}, { alt = "", config = {} } = {}) {
+  const div = typeof element === "string" ? document.getElementById(element) : element;
+  const styled = { ...layout, template: STYLE.template };
+  styleAxes(data, styled);
+  div.setAttribute("role", "img");
+  div.setAttribute("aria-label", describe(data, styled, alt));
+  return Plotly.react(div, data, styled, { ...CONFIG, ...config });
+}
+
+// A colour for a concept the data names (an arm's label, a metric's key), or none to take the colourway's next.
+export function colorOf(concept) {
+  return COLORS[concept];
+}

@@ -1,0 +1,57 @@
+"""Chromium: the figures read the same everywhere: one style, readable log and layer axes, a text alternative each."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.fixtures.demo import STATUS, playground_ready, sign_in
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TICKS = "([id, axis]) => [...document.querySelectorAll(`[data-testid=${id}] .${axis}tick text`)].map((t) => t.textContent)"
+
+
+def test_experiment_figures_share_one_style_and_say_what_they_show(asgi_server, demo, page_factory):
+    page = page_factory("en-US")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/experiments/norm-position/")
+    page.wait_for_selector("[data-testid=plot-init_decoder] .ytick text")
+
+    log_ticks = page.evaluate(TICKS, ["plot-init_decoder", "y"])
+    assert log_ticks and not any(re.search(r"[μnpfm]$", tick) for tick in log_ticks), log_ticks  # no SI prefixes
+    values = [float(t.replace("×10", "e").translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))) for t in log_ticks]
+    assert values == sorted(values)  # no "7 6 5 4 3 2 0.1 9 8"
+    layer_ticks = page.evaluate(TICKS, ["plot-init_decoder", "x"])
+    assert layer_ticks and all(tick.isdigit() for tick in layer_ticks), layer_ticks  # no layer 1.5
+
+    colours = page.evaluate("""() => ['plot-init_decoder', 'plot-loss'].map((id) => {
+        const div = document.querySelector(`[data-testid=${id}]`);
+        return Object.fromEntries(div.data.map((trace) => [trace.name, trace.line.color]));
+    })""")
+    style = page.evaluate("JSON.parse(document.getElementById('figure-style').textContent).colors")
+    for figure in colours:  # Post-LN and Pre-LN keep their colours from chart to chart
+        assert figure["Post-LN"] == style["post"] and figure["Pre-LN"] == style["pre"], figure
+
+    plots = page.eval_on_selector_all(".plot[data-figure]:not([hidden])",
+                                      "els => els.map(e => [e.dataset.figure, e.getAttribute('role'), e.getAttribute('aria-label')])")
+    assert plots and all(role == "img" and label and len(label) > 20 for _, role, label in plots), plots
+
+
+def test_the_playground_charts_title_their_axes(asgi_server, demo, zh_en, page_factory, start_worker):
+
+    start_worker("interactive")
+    page = page_factory("en-US")
+    playground_ready(page, asgi_server)
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
+    page.wait_for_timeout(300)
+    titles = page.evaluate("""() => Object.fromEntries(['view-cross', 'view-self', 'view-encoder', 'view-topk', 'view-kv-time']
+        .map((id) => { const l = document.getElementById(id).layout;
+                       return [id, [l.xaxis.title?.text, l.yaxis.title?.text]]; }))""")
+    assert titles["view-cross"] == ["source token", "output token"]
+    assert titles["view-self"] == ["earlier output position", "output token"]
+    assert all(x and y for x, y in titles.values() if x is not None or y is not None), titles
+    assert titles["view-topk"][1] == "probability" and titles["view-kv-time"] == ["step", "ms per step"]
+    for view in ("view-cross", "view-topk", "view-kv-time"):
+        assert page.get_attribute(f"#{view}", "role") == "img" and page.get_attribute(f"#{view}", "aria-label")

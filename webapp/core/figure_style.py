@@ -1,0 +1,35 @@
+"""The one figure style of the app: fonts, a colour per concept, axis habits; figures.py and the scripts both use it."""
+from __future__ import annotations
+
+from typing import Any
+
+FONT = 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "PingFang SC", "Microsoft YaHei", sans-serif'
+
+# One colour for each thing compared, on every chart (the live loss chart and the result under it alike).
+COLORS = {
+    "post": "#b42318", "pre": "#2f6fde", "residual": "#13795b", "no residual": "#b4540a",
+    "warmup": "#2f6fde", "no warmup": "#b42318", "layernorm": "#2f6fde", "rmsnorm": "#7a3fc2",
+    "loss": "#2f6fde", "valid_loss": "#b4540a", "lr": "#5b6475", "exact_match": "#13795b",
+    "token_accuracy": "#7a3fc2", "bleu": "#b4540a", "chosen": "#2f6fde", "other": "#aab4c5",
+    "recompute": "#b4540a",
+}
+# The rest, in order, for series no concept names.
+COLORWAY = ["#2f6fde", "#b42318", "#13795b", "#b4540a", "#7a3fc2", "#0e7490", "#5b6475"]
+
+# Plotly's layout template: every axis makes room for its labels (automargin), so titles never sit on ticks.
+TEMPLATE: dict[str, Any] = {
+    "layout": {
+        "font": {"family": FONT, "size": 13, "color": "#1d2330"},
+        "colorway": COLORWAY,
+        "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+        "xaxis": {"automargin": True, "gridcolor": "#e9ebf0", "zeroline": False, "title": {"standoff": 8}},
+        "yaxis": {"automargin": True, "gridcolor": "#e9ebf0", "zeroline": False, "title": {"standoff": 8}},
+        "legend": {"orientation": "h", "y": -0.22, "yanchor": "top"},
+        "hoverlabel": {"font": {"family": FONT}},
+    }
+}
+
+
+def figure_style() -> dict[str, Any]:
+    """What static/js/figure_style.js reads from the page."""
+    return {"colors": COLORS, "colorway": COLORWAY, "template": TEMPLATE}

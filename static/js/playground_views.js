@@ -85,7 +85,19 @@ export class Views {
     this.selectors = selectors;
     this.request = null;
     this.pending = false;
-    for (const select of Object.values(selectors)) select.addEventListener("change", () => this.schedule(this.request));
+    this.stepPicker = document.getElementById("pg-topk-step"); // which step's probabilities to show
+    for (const select of [...Object.values(selectors), this.stepPicker]) {
+      select.addEventListener("change", () => this.schedule(this.request));
+    }
+  }
+
+  // The step the probability chart shows: the latest unless the student picked one; new steps join the list.
+  pickedStep(steps) {
+    const picker = this.stepPicker;
+    for (let i = picker.options.length - 1; i < steps.length; i += 1) {
+      picker.append(new Option(`${this.s.step} ${i}: ${stepToken(steps[i])}`, String(i)));
+    }
+    return picker.value === "" ? steps[steps.length - 1] : steps[Number(picker.value)] || steps[steps.length - 1];
   }
 
   reset(start) {
@@ -104,6 +116,8 @@ export class Views {
       ...Array.from({ length: config.n_heads }, (_, i) => new Option(this.s.head.replace("{n}", i + 1), String(i))));
     head.value = keep === "mean" || Number(keep) < config.n_heads ? keep : "mean";
     document.getElementById("pg-beam-card").hidden = start.params.strategy !== "beam";
+    this.stepPicker.replaceChildren(this.stepPicker.options[0]); // back to "the latest step" for a new request
+    document.getElementById("pg-topk-step-label").hidden = start.params.strategy === "beam"; // beam: every token shown
   }
 
   // Draw at most once per animation frame, however fast tokens arrive.
@@ -133,7 +147,7 @@ export class Views {
       this.pathProbs(path, Boolean(request.done));
       this.beams(steps, path);
     } else {
-      this.topk(steps[steps.length - 1]);
+      this.topk(this.pickedStep(steps));
     }
     this.cache(steps);
   }

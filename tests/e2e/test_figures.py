@@ -55,3 +55,19 @@ def test_the_playground_charts_title_their_axes(asgi_server, demo, zh_en, page_f
     assert titles["view-topk"][1] == "probability" and titles["view-kv-time"] == ["step", "ms per step"]
     for view in ("view-cross", "view-topk", "view-kv-time"):
         assert page.get_attribute(f"#{view}", "role") == "img" and page.get_attribute(f"#{view}", "aria-label")
+
+
+def test_the_student_picks_the_step_whose_probabilities_are_shown(asgi_server, demo, zh_en, page_factory, start_worker):
+    start_worker("interactive")
+    page = page_factory("en-US")
+    playground_ready(page, asgi_server)
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
+    title = "document.getElementById('view-topk').layout.xaxis.title.text"
+    steps = page.eval_on_selector_all("[data-testid=topk-step] option", "els => els.length") - 1
+    assert steps == page.evaluate("document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length")
+    assert page.evaluate(title) == f"step {steps - 1}"  # the latest, unless the student picks one
+    page.get_by_test_id("topk-step").select_option("0")
+    page.wait_for_function(f"{title} === 'step 0'")
+    first = page.evaluate("document.getElementById('view-topk').data[0].x")
+    assert first and first[0] == page.evaluate("document.querySelector('[data-testid=output-tokens] .pg-tok').firstChild.textContent")

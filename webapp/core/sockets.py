@@ -65,7 +65,9 @@ class JsonSocket(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if getattr(self, "closing", False):  # frames that were queued before this socket closed
             return
-        if not self.budget.spend(len(text_data if text_data is not None else bytes_data or b"")):
+        # an oversized frame is refused with an error frame below, and costs the budget what a full one does
+        size = len(text_data if text_data is not None else bytes_data or b"")
+        if not self.budget.spend(min(size, MAX_FRAME_CHARS)):
             self.closing = True  # faster than any person: the socket goes, and its queue with it
             await self.close(code=POLICY_CLOSE)
             return

@@ -136,13 +136,24 @@ def drift_positions_figure(result: dict[str, Any], title: str) -> Figure:
     return {"data": traces, "layout": _layout(title, _("source token"), _("cosine with the input"), barmode="group")}
 
 
+def norm_name(name: str) -> str:
+    """A norm's module path as a reader says it: 'encoder.layers.0.norm1' -> 'encoder layer 1, norm 1'."""
+    parts = name.split(".")
+    stack = {"encoder": _("encoder"), "decoder": _("decoder")}.get(parts[0], parts[0])
+    if len(parts) == 4 and parts[1] == "layers" and parts[2].isdigit() and parts[3].startswith("norm"):
+        return _("%(stack)s layer %(n)s, norm %(k)s") % {"stack": stack, "n": int(parts[2]) + 1, "k": parts[3][4:] or "1"}
+    if len(parts) == 2 and parts[1].startswith("norm"):
+        return _("%(stack)s, final norm") % {"stack": stack}
+    return name
+
+
 def norm_positions_figure(arm: dict[str, Any], tokens: dict[str, list[str]], title: str) -> Figure:
     """One norm's per-position mean and variance before and after; a menu picks the norm, trained or at init."""
     keys = ("in_mean", "out_mean", "in_var", "out_var")
     names = (_("mean before"), _("mean after"), _("variance before"), _("variance after"))
     trained, at_init = _("trained"), _("at initialisation")
-    choices = [(f"{trained} · {row['name']}", row) for row in arm["trained"]]
-    choices += [(f"{at_init} · {row['name']}", row) for row in arm["init"]]
+    choices = [(f"{trained} · {norm_name(row['name'])}", row) for row in arm["trained"]]
+    choices += [(f"{at_init} · {norm_name(row['name'])}", row) for row in arm["init"]]
 
     def x_of(row: dict[str, Any]) -> list[str]:
         labels = tokens["src"] if row["name"].startswith("encoder") else tokens["tgt"]
@@ -156,7 +167,8 @@ def norm_positions_figure(arm: dict[str, Any], tokens: dict[str, list[str]], tit
                for label, row in choices]
     layout = _layout(title, _("position"), _("mean over d_model"))
     layout.update(yaxis2={"title": {"text": _("variance over d_model")}, "overlaying": "y", "side": "right"},
-                  barmode="group", margin={"t": 100, "r": 70, "b": 60, "l": 60},
+                  barmode="group", margin={"t": 100, "r": 70, "b": 120, "l": 60},
+                  legend={"orientation": "h", "y": -0.38, "yanchor": "top"},  # below the "position" title, not on it
                   updatemenus=[{"buttons": buttons, "x": 0, "y": 1.12, "xanchor": "left", "yanchor": "bottom"}])
     layout["title"]["y"] = 0.97
     return {"data": traces, "layout": layout}

@@ -33,6 +33,17 @@ def test_experiment_figures_share_one_style_and_say_what_they_show(asgi_server, 
     for figure in colours:  # Post-LN and Pre-LN keep their colours from chart to chart
         assert figure["Post-LN"] == style["post"] and figure["Pre-LN"] == style["pre"], figure
 
+    # The heatmap's layer names ("decoder 6") stay whole inside the chart, and its axis title sits below them.
+    boxes = page.evaluate("""() => {
+        const div = document.querySelector('[data-testid=plot-heatmap_post]');
+        const box = (e) => e.getBoundingClientRect();
+        const ticks = [...div.querySelectorAll('.xtick text')].map(box);
+        return {ticks: ticks.map((r) => [r.left, r.right, r.bottom]), title: box(div.querySelector('.g-xtitle text')).top,
+                left: box(div).left, right: box(div).right};
+    }""")
+    assert boxes["ticks"] and all(boxes["left"] <= left and right <= boxes["right"] for left, right, _ in boxes["ticks"]), boxes
+    assert boxes["title"] >= max(bottom for _, _, bottom in boxes["ticks"]) - 1, boxes
+
     plots = page.eval_on_selector_all(".plot[data-figure]:not([hidden])",
                                       "els => els.map(e => [e.dataset.figure, e.getAttribute('role'), e.getAttribute('aria-label')])")
     assert plots and all(role == "img" and label and len(label) > 20 for _, role, label in plots), plots

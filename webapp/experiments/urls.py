@@ -13,4 +13,5 @@ urlpatterns = [
     path("launch/", views.launch, name="launch"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/result/", views.run_result, name="run_result"),
+    path("runs/<int:run_id>/queue/", views.run_queue, name="run_queue"),
 ]

@@ -94,6 +94,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @signed_in
+def run_queue(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A queued run's place and wait, now (the run panel polls it); nothing once the run has left the queue."""
+    run = get_object_or_404(ExperimentRun, pk=run_id)
+    return render(request, "experiments/partials/queue.html", {"run": run, "queue": experiment_queue_place(run=run)})
+
+
+@signed_in
 def run_result(request: HttpRequest, run_id: int) -> HttpResponse:
     """The figures fragment of a run (what the page swaps in when the socket says it is done)."""
     run = get_object_or_404(ExperimentRun, pk=run_id)

@@ -37,6 +37,10 @@ def test_a_queued_run_says_its_place_and_roughly_how_long_it_will_wait(client, s
     runs[0].refresh_from_db()
     assert experiment_queue_place(run=runs[0]) is None  # a run that is not waiting has no place
     assert experiment_queue_place(run=runs[2]).place == 2
+    # The panel asks again every few seconds: the line moves up, and goes once the run leaves the queue.
+    line = client.get(f"/experiments/runs/{runs[2].pk}/queue/").content.decode()
+    assert "Place 2 in the queue: 1 run ahead of it" in line and 'hx-trigger="every 5s"' in line
+    assert client.get(f"/experiments/runs/{runs[0].pk}/queue/").content.decode().strip() == ""
 
 
 @pytest.mark.services

@@ -41,6 +41,8 @@ def test_every_page_fits_a_360_px_phone_and_run_brings_the_output_into_view(
 
     page.goto(asgi_server + "/playground/")
     page.wait_for_function(f"{STATUS}.startsWith('Ready')")
+    header = page.evaluate("document.querySelector('header.topbar').getBoundingClientRect().height")
+    assert header <= 740 / 5, f"the header takes {header:.0f} of 740 px"
     page.get_by_test_id("pace").select_option("250")
     page.get_by_test_id("run").click()
     page.wait_for_function(f"{TOKENS} >= 2", timeout=60_000)

@@ -82,3 +82,23 @@ def test_the_student_picks_the_step_whose_probabilities_are_shown(asgi_server, d
     page.wait_for_function(f"{title} === 'step 0'")
     first = page.evaluate("document.getElementById('view-topk').data[0].x")
     assert first and first[0] == page.evaluate("document.querySelector('[data-testid=output-tokens] .pg-tok').firstChild.textContent")
+
+
+def test_a_single_validation_point_gets_an_axis_from_zero(asgi_server, demo, page_factory):
+    from django.contrib.auth.models import User
+
+    from tests.webapp.training.conftest import tiny_config
+    from webapp.training.models import TrainingJob
+
+    config = tiny_config(steps=400)
+    job = TrainingJob.objects.create(owner=User.objects.get(username="admin"), task="reverse", steps=400, step=210,
+                                     status="cancelled", config={"train": config, "task_options": {}},
+                                     history=[{"step": s, "loss": 3 - s / 100, "lr": 1e-3} for s in range(10, 211, 10)],
+                                     evals=[{"step": 200, "exact_match": 0.5, "token_accuracy": 0.8, "bleu": 60.0}])
+    page = page_factory("en-US")
+    sign_in(page, asgi_server, "admin")
+    page.goto(f"{asgi_server}/training/jobs/{job.pk}/")
+    page.wait_for_selector("#eval-plot .xtick text")
+    low, high = page.evaluate("document.getElementById('eval-plot')._fullLayout.xaxis.range")
+    assert low <= 0 and high >= 200  # not 199 to 201
+    assert page.get_attribute("#eval-plot", "role") == "img"

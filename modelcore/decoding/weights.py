@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from modelcore.decoding.native.packed import NativeWeights
 from modelcore.model import EncoderDecoder, RMSNorm
+
+if TYPE_CHECKING:  # native/packed.py builds these from DecoderWeights: the runtime import goes that way only
+    from modelcore.decoding.native.packed import NativeWeights
 
 
 @dataclass

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 FONT = 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "PingFang SC", "Microsoft YaHei", sans-serif'
 
 # One colour for each thing compared, on every chart (the live loss chart and the result under it alike).
@@ -13,6 +15,15 @@ COLORS = {
     "token_accuracy": "#7a3fc2", "bleu": "#b4540a", "chosen": "#2f6fde", "other": "#aab4c5",
     "recompute": "#b4540a",
 }
+
+
+def label_text(label: str) -> str:
+    """An arm's label (modelcore names it in English) as the reader's language says it."""
+    names = {"post": "Post-LN", "pre": "Pre-LN", "residual": _("with residuals"), "no residual": _("without residuals"),
+             "warmup": _("with warmup"), "no warmup": _("without warmup"), "layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+    return names.get(label, label)
+
+
 # The rest, in order, for series no concept names.
 COLORWAY = ["#2f6fde", "#b42318", "#13795b", "#b4540a", "#7a3fc2", "#0e7490", "#5b6475"]
 

@@ -6,17 +6,10 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from webapp.core.figure_style import COLORS
+from webapp.core.figure_style import COLORS, label_text
 from webapp.experiments.pages import DEPTHS
 
 Figure = dict[str, Any]
-
-
-def label_text(label: str) -> str:
-    """An arm's label (modelcore names it in English) as the reader's language says it."""
-    names = {"post": "Post-LN", "pre": "Pre-LN", "residual": _("with residuals"), "no residual": _("without residuals"),
-             "warmup": _("with warmup"), "no warmup": _("without warmup"), "layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
-    return names.get(label, label)
 
 
 def _stack_layer(name: str) -> str:

@@ -7,7 +7,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
 from webapp.core.figure_style import figure_style as style
-from webapp.experiments.figures import label_text
+from webapp.core.figure_style import label_text
 
 register = template.Library()
 

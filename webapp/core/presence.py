@@ -18,7 +18,8 @@ from django.conf import settings
 log = logging.getLogger(__name__)
 
 PREFIX = "encdec:worker:"
-EVERY_S = 5.0  # how often a worker republishes its queues
+EVERY_S = 2.0  # how often a worker republishes its queues (a restarted, empty Redis has it back within this)
+RETRY_S = 0.5  # after a failed publish (Redis away), the next try
 TTL_S = 15  # a worker silent this long (killed, frozen) counts as gone: three missed refreshes
 
 
@@ -73,11 +74,13 @@ class Publisher:
     def _run(self) -> None:
         client = presence_client()
         while True:
+            wait = EVERY_S
             try:
                 workers_publish(client, self.hostname, self._queues())
-            except Exception:  # Redis away for a moment: try again next time, the worker goes on
+            except Exception:  # Redis away for a moment: try again soon, the worker goes on
                 log.warning("could not publish %s's presence", self.hostname, exc_info=True)
-            if self._stop.wait(EVERY_S):
+                wait = RETRY_S
+            if self._stop.wait(wait):
                 return
 
 

@@ -1,10 +1,17 @@
 """Base for every WebSocket consumer: signed-in users only, JSON frames, an `error` frame for bad input."""
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+import logging
 from typing import Any, ClassVar
 
+import redis
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 
 from webapp.accounts.roles import Role, has_role
 from webapp.core.socket_guard import (
@@ -16,7 +23,11 @@ from webapp.core.socket_guard import (
     session_group,
 )
 
+log = logging.getLogger(__name__)
+
 MAX_FRAME_CHARS = 64_000
+REDIS_WAIT_S = 3.0  # a socket opened while Redis restarts waits this long (daphne drops a handshake after 5 s)
+TRY_AGAIN_CLOSE = 1013  # "try again later": Redis is away; the pages' script reconnects
 
 
 class JsonSocket(AsyncWebsocketConsumer):
@@ -24,6 +35,56 @@ class JsonSocket(AsyncWebsocketConsumer):
 
     minimum_role: ClassVar[Role] = Role.STUDENT
     frame_types: ClassVar[tuple[str, ...]] = ()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels' own, except that a channel layer away (Redis restarting) is waited for, then refused in words.
+
+        Channels subscribes each socket's channel before the handshake; with Redis gone that raised
+        and the client saw a 500 (or 1011 after accept). Here the socket waits up to REDIS_WAIT_S,
+        and if Redis is still away it is accepted, told `unavailable` and closed with 1013.
+        """
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.base_send = send
+        deadline = asyncio.get_running_loop().time() + REDIS_WAIT_S
+        while True:
+            try:
+                self.channel_name = await self.channel_layer.new_channel()
+                break
+            except (redis.RedisError, OSError):
+                if asyncio.get_running_loop().time() > deadline:
+                    log.warning("socket refused: the channel layer is unreachable", exc_info=True)
+                    await self._refuse_unavailable(receive)
+                    return
+                await asyncio.sleep(0.25)
+        self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
+        try:
+            await await_many_dispatch([receive, self.channel_receive], self.dispatch)
+        except StopConsumer:
+            pass
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        """Channels' own; leaving groups while Redis is away must not raise (their subscriptions died with it)."""
+        try:
+            await super().websocket_disconnect(message)
+        except (redis.RedisError, OSError):
+            log.warning("could not leave this socket's groups: Redis is away")
+            try:
+                await self.disconnect(message.get("code", 1000))
+            except (redis.RedisError, OSError):
+                log.warning("socket cleanup incomplete: Redis is away")
+            raise StopConsumer() from None
+
+    async def _refuse_unavailable(self, receive: Any) -> None:
+        """Without a channel: accept, say why in an `error` frame, close with 1013 (the client tries again)."""
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        await self.base_send({"type": "websocket.accept"})
+        text = json.dumps({"type": "error", "code": "unavailable",
+                           "message": "the server lost its connection to Redis; reconnecting in a moment"})
+        await self.base_send({"type": "websocket.send", "text": text})
+        await self.base_send({"type": "websocket.close", "code": TRY_AGAIN_CLOSE})
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -36,8 +97,13 @@ class JsonSocket(AsyncWebsocketConsumer):
             return
         self.budget = FrameBudget()
         await self.accept()
-        await self._watch_rights(user)
-        await self.on_connect()
+        try:
+            await self._watch_rights(user)
+            await self.on_connect()
+        except (redis.RedisError, OSError):  # Redis went away between the channel and these: refuse in words
+            log.warning("socket refused: Redis went away while it connected", exc_info=True)
+            await self.send_error("unavailable", "the server lost its connection to Redis; reconnecting in a moment")
+            await self.close(code=TRY_AGAIN_CLOSE)
 
     async def _watch_rights(self, user: Any) -> None:
         """Join the groups that sign-out, deactivation and role changes close (see socket_guard.sockets_close)."""

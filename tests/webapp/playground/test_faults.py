@@ -157,3 +157,91 @@ def test_with_no_interactive_worker_a_decode_is_refused_with_no_worker_within_a_
     print(f"no_worker after {waited * 1000:.0f} ms")
     assert (answer["type"], answer["code"], answer["tag"]) == ("error", "no_worker", "lonely")
     assert waited < 1.0
+
+
+async def follow(ws: ClientConnection, timeout: float = 40) -> tuple[list[dict[str, Any]], bool]:
+    """One request's frames to its end as a client would, resyncing on a seq gap; (frames, resynced)."""
+    frames = await until_final(ws, timeout)
+    if frames[-1]["type"] == "error":
+        return frames, False
+    seqs = [f["seq"] for f in frames if f["type"] == "token"]
+    if seqs == list(range(frames[-1]["steps"])):
+        return frames, False
+    await ws.send(json.dumps({"type": "resync", "request_id": frames[-1]["request_id"]}))
+    while (answer := await frame(ws, timeout=10))["type"] not in ("state", "error"):
+        pass
+    return (answer["frames"] if answer["type"] == "state" else [*frames, answer]), True
+
+
+def test_a_redis_restart_mid_decode_closes_no_socket_and_every_client_gets_its_frames_or_an_error(
+        stack, tiny, student):
+    webs = [stack.web(), stack.web()]
+    stack.worker()
+    cookie = cookie_for(student)
+
+    async def client(web: WebProcess) -> tuple[list[dict[str, Any]], bool, int | None]:
+        async with socket(web, cookie) as ws:
+            await ws.send(json.dumps({**SLOW, "pace_ms": 100}))
+            frames, resynced = await follow(ws)
+        return frames, resynced, ws.close_code
+
+    async def during(web: WebProcess) -> dict[str, Any] | None:
+        """A socket opened while Redis is away: served or refused with an error frame, never closed."""
+        try:
+            async with socket(web, cookie) as ws:
+                await ws.send(json.dumps({"type": "decode", "model": "tiny", "source": SOURCE, "max_len": 4}))
+                return (await until_final(ws, timeout=30))[-1]
+        except Exception as error:  # noqa: BLE001 (reported in the assertion)
+            return {"type": "closed", "error": repr(error)}
+
+    async def blip() -> float:
+        await asyncio.sleep(1.5)
+        assert stack.redis.proc is not None
+        stack.redis.proc.kill()  # gone at once, as a crashed or restarted Redis is
+        await asyncio.to_thread(stack.redis.proc.wait)
+        stopped = time.monotonic()
+        await asyncio.sleep(3)
+        starting = time.monotonic()
+        await asyncio.to_thread(stack.redis.start)
+        print(f"Redis away {time.monotonic() - stopped:.1f} s (slept {starting - stopped:.1f} s)")
+        return time.monotonic()
+
+    async def scenario() -> tuple[list[Any], list[Any], float]:
+        running = [asyncio.ensure_future(client(web)) for web in webs]
+        back = asyncio.ensure_future(blip())
+        await asyncio.sleep(2.5)  # Redis is away now
+        opened = await asyncio.gather(*(during(web) for web in webs))
+        return await asyncio.gather(*running), opened, await back
+
+    results, opened, back_at = run(scenario)
+    for frames, resynced, close_code in results:
+        print(f"{len(frames)} frames, ended {frames[-1]['type']} {frames[-1].get('code')}, resynced {resynced}, close {close_code}")
+        assert close_code != 1011
+        last = frames[-1]
+        if last["type"] == "done":
+            assert [f["seq"] for f in frames if f["type"] == "token"] == list(range(last["steps"]))
+        else:
+            assert last["type"] == "error"
+    for last in opened:
+        print("opened during the blip:", last)
+        assert last["type"] in ("done", "error")
+
+    async def fresh(web: WebProcess) -> dict[str, Any]:
+        async with socket(web, cookie) as ws:
+            await ws.send(json.dumps({"type": "decode", "model": "tiny", "source": SOURCE, "max_len": 4}))
+            return (await until_final(ws))[-1]
+
+    async def within_5_s() -> list[tuple[float, dict[str, Any]]]:
+        results = []
+        for web in webs:
+            while True:
+                last = await fresh(web)
+                if last["type"] == "done" or time.monotonic() - back_at > 8:
+                    break
+                await asyncio.sleep(0.2)
+            results.append((time.monotonic() - back_at, last))
+        return results
+
+    for after, last in run(within_5_s):
+        print(f"a new decode done {after:.1f} s after Redis came back: {last['type']} {last.get('code')}")
+        assert last["type"] == "done" and after <= 5

@@ -1,0 +1,33 @@
+"""The Celery worker's consumer, reconnecting to a restarted Redis within a second or two.
+
+Celery's own consumer retries a lost broker connection after 2 s, then 4 s more, then 6 s
+more (kombu's defaults, which Celery offers no setting for): after a Redis restart of a few
+seconds a worker took up to 12 s to take new decode requests. This one retries every 0.5 s,
+then every 1 s, so a decode asked for after Redis is back is served within seconds.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery.worker.consumer import Consumer
+from celery.worker.state import maybe_shutdown
+
+log = logging.getLogger(__name__)
+
+
+class QuickReconnectConsumer(Consumer):
+    """Celery's consumer with shorter reconnect intervals (settings.CELERY_WORKER_CONSUMER)."""
+
+    def ensure_connected(self, conn: Any) -> Any:
+        def _error_handler(exc: Exception, interval: float) -> None:
+            self.broker_connection_retry_attempt += 1
+            log.error("consumer: cannot connect to %s: %s; trying again in %.1f s", conn.as_uri(), exc, interval)
+
+        conn = conn.ensure_connection(
+            _error_handler, self.app.conf.broker_connection_max_retries, callback=maybe_shutdown,
+            interval_start=0.5, interval_step=0.5, interval_max=1,
+        )
+        self.first_connection_attempt = False
+        self.broker_connection_retry_attempt = 0
+        return conn

@@ -5,6 +5,7 @@ server (webapp/server.py) bounds what a socket may have queued before its consum
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -66,7 +67,20 @@ def sockets_close(*, user_id: int | None = None, session_key: str | None = None,
     if layer is None:
         return
     message = {"type": "rights.revoked", "reason": reason}
-    if user_id is not None:
-        async_to_sync(layer.group_send)(account_group(user_id), message)
-    if session_key:
-        async_to_sync(layer.group_send)(session_group(session_key), message)
+    groups = [account_group(user_id)] if user_id is not None else []
+    groups += [session_group(session_key)] if session_key else []
+
+    async def send() -> None:
+        for group in groups:
+            await layer.group_send(group, message)
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # the usual case: a view or the admin, in a thread of its own
+        async_to_sync(send)()
+    else:  # called from code running on an event loop (async_to_sync would refuse): send from that loop
+        _pending.add(task := loop.create_task(send()))
+        task.add_done_callback(_pending.discard)
+
+
+_pending: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to its tasks

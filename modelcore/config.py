@@ -72,10 +72,7 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
         """Rebuild from to_dict() output; unknown keys are an error, not silently dropped."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+        reject_unknown_keys(cls, data, "model config")
         return cls(**data)
 
     @classmethod
@@ -96,11 +93,16 @@ class ModelConfig:
         cls.from_preset(preset, src_vocab_size=1, tgt_vocab_size=1, **overrides)
 
 
+def reject_unknown_keys(cls: type, data: dict[str, Any], what: str) -> None:
+    """A ValueError naming every key of data that is no field of the dataclass cls (nothing silently dropped)."""
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise ValueError(f"unknown {what} keys: {', '.join(unknown)}")
+
+
 def model_overrides(*, layers: int | None = None, **fields: Any) -> dict[str, Any]:
     """ModelConfig fields from the lesson's knobs (KNOBS): `layers` sets both stacks; None leaves a field out."""
-    unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(ModelConfig)})
-    if unknown:
-        raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+    reject_unknown_keys(ModelConfig, fields, "model config")
     overrides = {name: value for name, value in fields.items() if value is not None}
     if layers is not None:
         overrides.update(n_encoder_layers=layers, n_decoder_layers=layers)

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from modelcore.config import KNOBS, PRESETS, ModelConfig, model_overrides
+from modelcore.config import KNOBS, PRESETS, ModelConfig, model_overrides, reject_unknown_keys
 from modelcore.experiments.gradients import layer_grad_norms
 from modelcore.model import EncoderDecoder
 from modelcore.tasks import Task, get_task
@@ -70,10 +70,7 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown run config keys: {', '.join(unknown)}")
+        reject_unknown_keys(cls, data, "run config")
         return cls(**data)
 
     def replace(self, **changes: Any) -> RunConfig:

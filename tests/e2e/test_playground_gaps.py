@@ -45,8 +45,13 @@ def test_a_lost_token_frame_is_repaired_and_the_page_shows_the_workers_output(
     seqs = [frame["seq"] for frame in received if frame["type"] == "token"]
     assert DROPPED not in seqs and len(seqs) == done["steps"] - 1  # the frame really was lost on the way
     assert {"type": "resync", "request_id": done["request_id"]} in sent
-    state = next(frame for frame in received if frame["type"] == "state")
-    worker_tokens = [frame["token"] for frame in state["frames"] if frame["type"] == "token"]
+    # every token the worker sent, by seq: the frames that arrived and what each state frame carried (a
+    # resync while the decode runs answers with the frames so far; later ones arrive as usual)
+    by_seq = {frame["seq"]: frame["token"] for frame in received if frame["type"] == "token"}
+    for state in (frame for frame in received if frame["type"] == "state"):
+        by_seq.update((f["seq"], f["token"]) for f in state["frames"] if f["type"] == "token")
+    assert sorted(by_seq) == list(range(done["steps"]))
+    worker_tokens = [by_seq[seq] for seq in sorted(by_seq)]
     shown = page.eval_on_selector_all("[data-testid=output-tokens] .pg-tok",
                                       "chips => chips.map(c => c.firstChild.textContent)")
     assert shown == worker_tokens

@@ -42,9 +42,22 @@ def native_step() -> ModuleType | None:
 
 def build(verbose: bool = False) -> ModuleType:
     """Compile (or load the cached build of) step.cpp; raises when the toolchain fails."""
-    from torch.utils.cpp_extension import load
+    import importlib.util
 
-    return load(name=build_name(), sources=[str(SOURCE)], extra_cflags=["-O3"], verbose=verbose)
+    from torch.utils.cpp_extension import _get_build_directory, load
+
+    name = build_name()
+    built = Path(_get_build_directory(name, verbose)) / f"{name}.so"
+    if built.exists():
+        # Import the build directly: torch's load() takes a lock file in the build folder even
+        # to load, and a process killed while holding it (a worker stopped by SIGKILL) left every
+        # later process waiting on it for ever. The name holds step.cpp's hash, so it is current.
+        spec = importlib.util.spec_from_file_location(name, built)
+        if spec is not None and spec.loader is not None:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    return load(name=name, sources=[str(SOURCE)], extra_cflags=["-O3"], verbose=verbose)
 
 
 def build_name() -> str:

@@ -35,7 +35,7 @@ $(STAMPS)/bench-deps: requirements/bench.txt $(STAMPS)/app-deps
 	$(PIP) install -q -r requirements/bench.txt
 	@touch $@
 
-$(STAMPS)/messages: $(wildcard locale/*/LC_MESSAGES/*.po) | $(STAMPS)/app-deps
+$(STAMPS)/messages: $(wildcard locale/*/LC_MESSAGES/*.po webapp/*/locale/*/LC_MESSAGES/*.po) | $(STAMPS)/app-deps
 	@command -v msgfmt >/dev/null || scripts/ensure_system_packages.sh gettext
 	$(MANAGE) compilemessages --ignore=.venv -v 0
 	@touch $@

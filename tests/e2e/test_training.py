@@ -40,12 +40,15 @@ def test_an_admin_queues_a_job_watches_it_finish_and_finds_its_model(
         page.wait_for_timeout(100)
     assert "100" in seen and len(seen) >= 3, f"the bar went through {sorted(seen, key=int)}"
     page.wait_for_selector(f"[data-testid=status-{job_id}][data-status=succeeded]", timeout=120_000)
+    # A job that reaches its final state reloads the page, which then names the model: wait for
+    # that page before reading anything off it (a read during the reload has no page to read).
+    model_link = page.get_by_test_id("model").locator("a")
+    model_link.wait_for(timeout=30_000)
+    page.wait_for_load_state("load")
     assert page.get_by_test_id(f"percent-{job_id}").inner_text() == "100 %"
-    assert page.evaluate("document.getElementById('loss-plot').data[0].x.length") >= 10
+    page.wait_for_function("(document.getElementById('loss-plot')?.data?.[0]?.x?.length || 0) >= 10")
     assert "finished" in page.get_by_test_id("log").inner_text()
 
-    model_link = page.get_by_test_id("model").locator("a")
-    model_link.wait_for(timeout=30_000)  # the finished page names the model
     name = f"job-{job_id}-copy"
     assert model_link.inner_text() == name
     model_link.click()

@@ -1,4 +1,4 @@
-"""Datasets the model learns: algorithmic tasks, a generated zh→en corpus, and users' TSV corpora."""
+"""Datasets the model learns: algorithmic tasks, a generated zh→en corpus, real HSK sentences, users' TSV corpora."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Any
 from modelcore.tasks.algorithmic import addition_task, sequence_task
 from modelcore.tasks.base import Pair, Task, split_pairs
 from modelcore.tasks.corpus import CorpusError, load_tsv_corpus
+from modelcore.tasks.hsk import HskDataError, hsk_task
 from modelcore.tasks.zh_en import zh_en_task
 
-__all__ = ["TASK_NAMES", "CorpusError", "Pair", "Task", "get_task", "load_tsv_corpus", "split_pairs"]
+__all__ = ["TASK_NAMES", "CorpusError", "HskDataError", "Pair", "Task", "get_task", "load_tsv_corpus", "split_pairs"]
 
 _BUILDERS: dict[str, Callable[..., Task]] = {
     "copy": partial(sequence_task, "copy"),
@@ -20,6 +21,7 @@ _BUILDERS: dict[str, Callable[..., Task]] = {
     "sort": partial(sequence_task, "sort"),
     "add": addition_task,
     "zh-en": zh_en_task,
+    "hsk": hsk_task,
 }
 TASK_NAMES: tuple[str, ...] = tuple(_BUILDERS)
 

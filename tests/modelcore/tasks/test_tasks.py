@@ -10,14 +10,14 @@ SMALL = {"n_train": 400, "n_valid": 50, "n_test": 50}
 ALGORITHMIC = ["copy", "reverse", "sort", "add"]
 
 
-def test_task_names_are_the_documented_five() -> None:
-    assert TASK_NAMES == ("copy", "reverse", "sort", "add", "zh-en")
+def test_task_names_are_the_documented_six() -> None:
+    assert TASK_NAMES == ("copy", "reverse", "sort", "add", "zh-en", "hsk")
 
 
 def test_unknown_task_names_the_choices() -> None:
     with pytest.raises(ValueError) as err:
         get_task("translate")
-    assert str(err.value) == "unknown task 'translate' (choose from: copy, reverse, sort, add, zh-en)"
+    assert str(err.value) == "unknown task 'translate' (choose from: copy, reverse, sort, add, zh-en, hsk)"
 
 
 def test_unknown_option_is_refused() -> None:

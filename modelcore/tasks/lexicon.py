@@ -7,8 +7,11 @@ The grammar (modelcore/tasks/zh_en.py) builds one sentence from these parts:
 
 Time and place come before the verb in Chinese and after the object in English, so
 the alignment a model must learn is not monotonic. Tense comes from the time phrase
-(昨天 → past, 明天 → will, 现在 → is ...ing, otherwise present with third-person -s);
-negation is 不 (present), 没有 (past, progressive) or 不会 (future). Noun phrases take a
+(昨天 → past, 明天 → will, 现在 → is ...ing) or, without one, from the verb group alone
+(吃了 → ate, 没有吃 → did not eat, 正在吃 → is eating, otherwise present with third-person -s);
+an English time word appears only when the Chinese has a time phrase. Negation is 不 (present),
+没有 (past, progressive) or 不会 (future); a verb of state (喜欢) takes no 了 or 没有, so its past
+needs a time phrase (去年我不喜欢猫 → i did not like cats last year). Noun phrases take a
 measure word chosen by the noun (一只猫 a cat, 一条鱼 a fish, 一本书 a book, 两杯茶 two
 cups of tea), and English plurals and a/an follow the number. Every Chinese sentence
 has exactly one English translation, so a model can learn it perfectly.
@@ -47,6 +50,7 @@ class Verb:
     ing: str  # "" for stative verbs: no progressive, and no place phrase ("like cats in the park")
     subjects: frozenset[str]  # noun kinds that can do it
     objects: frozenset[str]  # noun kinds it takes; "pronoun" allows me/him/them...
+    perfective: bool = True  # takes 了 and 没有 for the past; a state (喜欢) does not: 去年我喜欢猫, 我不喜欢猫
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,9 @@ _GOODS = _f("food", "drink", "thing", "animal")
 VERBS: tuple[Verb, ...] = (
     Verb("吃", "eat", "eats", "ate", "eating", _ANIMATE, _f("food")),
     Verb("喝", "drink", "drinks", "drank", "drinking", _ANIMATE, _f("drink")),
-    Verb("喜欢", "like", "likes", "liked", "", _ANIMATE, _f("person", "animal", "food", "drink", "thing")),
+    Verb(
+        "喜欢", "like", "likes", "liked", "", _ANIMATE, _f("person", "animal", "food", "drink", "thing"), perfective=False
+    ),
     Verb("看见", "see", "sees", "saw", "", _ANIMATE, _f("person", "animal", "thing", "pronoun")),
     Verb("买", "buy", "buys", "bought", "buying", _f("person"), _GOODS),
     Verb("卖", "sell", "sells", "sold", "selling", _f("person"), _GOODS),

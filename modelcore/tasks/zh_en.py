@@ -13,6 +13,11 @@ EN_ORDER = ("subject", "aux", "verb", "object", "place", "time", "end")
 # Words the grammar itself adds around the lexicon's.
 _ZH_GRAMMAR = "不没有会正在了的这那些。"
 _EN_GRAMMAR = ("a", "an", "of", "not", "do", "does", "did", "will", "am", "is", "are", "the", ".")
+# Grammar 2 says the past with 了 or 没有 alone and never ties an English word to a Chinese one that lacks it.
+# Grammar 1 tied the past to a time phrase (了 only ever came with 昨天 and the like, so a model learned
+# 了 -> "yesterday"); it is kept only to reproduce the data the shipped zh-en models were trained on.
+GRAMMAR = 2
+GRAMMARS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -48,23 +53,54 @@ class Sentence:
 
 
 @dataclass(frozen=True)
-class _NounPhrase:
+class NounPhrase:
     zh: str
     en: str
     person: int
     plural: bool
 
 
-def sample_sentence(rng: random.Random) -> Sentence:
+def sample_sentence(rng: random.Random, grammar: int = GRAMMAR) -> Sentence:
     """Draw one sentence: time, then tense, verb, subject, object, negation, place."""
     time = rng.choice(lx.TIMES) if rng.random() < 0.55 else None
-    tense = time.tense if time else ("progressive" if rng.random() < 0.3 else "present")
-    verb = rng.choice([v for v in lx.VERBS if v.ing or tense != "progressive"])
+    tense = time.tense if time else _untimed_tense(rng, grammar)
+    # A verb that marks no past (喜欢) needs a time phrase to say it: 去年我喜欢猫, never 我喜欢了猫.
+    verbs = [v for v in lx.VERBS if (v.ing or tense != "progressive") and (v.perfective or time or tense != "past")]
+    verb = rng.choice(verbs if grammar >= 2 else [v for v in lx.VERBS if v.ing or tense != "progressive"])
     subject = _subject(rng, verb)
     obj = _object(rng, verb, subject)
     negated = rng.random() < 0.35
-    place = rng.choice(lx.PLACES) if verb.ing and rng.random() < 0.35 else None
-    aux_zh, verb_zh, aux_en, verb_en = _verb_group(verb, tense, negated, subject, has_place=place is not None)
+    # 他没有在公园里吃鱼 reads as "did not" and as "is not ...ing": without a time phrase to settle it, no place.
+    ambiguous = grammar >= 2 and negated and tense in ("past", "progressive") and time is None
+    place = rng.choice(lx.PLACES) if verb.ing and not ambiguous and rng.random() < 0.35 else None
+    return compose(
+        subject=subject, verb=verb, obj=obj, tense=tense, time=time, negated=negated, place=place, grammar=grammar
+    )
+
+
+def _untimed_tense(rng: random.Random, grammar: int) -> str:
+    """The tense of a sentence without a time phrase: its verb group alone says it."""
+    roll = rng.random()
+    if grammar < 2:
+        return "progressive" if roll < 0.3 else "present"  # grammar 1: 了 and 没有+verb only ever came with a time
+    return "progressive" if roll < 0.25 else "past" if roll < 0.5 else "present"
+
+
+def compose(
+    *,
+    subject: NounPhrase,
+    verb: lx.Verb,
+    obj: NounPhrase,
+    tense: str = "present",
+    time: lx.TimePhrase | None = None,
+    negated: bool = False,
+    place: tuple[str, str] | None = None,
+    grammar: int = GRAMMAR,
+) -> Sentence:
+    """The sentence with exactly these parts, in both languages."""
+    aux_zh, verb_zh, aux_en, verb_en = _verb_group(
+        verb, tense, negated, subject, has_place=place is not None, grammar=grammar
+    )
     phrases = [
         Phrase("time", time.zh, time.en) if time else None,
         Phrase("subject", subject.zh, subject.en),
@@ -78,7 +114,7 @@ def sample_sentence(rng: random.Random) -> Sentence:
 
 
 def _verb_group(
-    verb: lx.Verb, tense: str, negated: bool, subject: _NounPhrase, *, has_place: bool
+    verb: lx.Verb, tense: str, negated: bool, subject: NounPhrase, *, has_place: bool, grammar: int
 ) -> tuple[str, str, str, str]:
     """(Chinese auxiliary, Chinese verb, English auxiliary, English verb) for this tense and subject."""
     third_singular = subject.person == 3 and not subject.plural
@@ -87,6 +123,9 @@ def _verb_group(
             return "不", verb.zh, "does not" if third_singular else "do not", verb.base
         return "", verb.zh, "", verb.third if third_singular else verb.base
     if tense == "past":
+        if not verb.perfective and grammar >= 2:
+            # 去年我不喜欢猫 "i did not like cats last year": the time phrase carries the past, 不 the negation.
+            return ("不", verb.zh, "did not", verb.base) if negated else ("", verb.zh, "", verb.past)
         if negated:
             return "没有", verb.zh, "did not", verb.base
         return "", verb.zh + "了", "", verb.past
@@ -98,25 +137,25 @@ def _verb_group(
     return aux_zh, verb.zh, f"{be} not" if negated else be, verb.ing
 
 
-def _subject(rng: random.Random, verb: lx.Verb) -> _NounPhrase:
+def _subject(rng: random.Random, verb: lx.Verb) -> NounPhrase:
     if rng.random() < 0.35:
         p = rng.choice(lx.PRONOUNS)
-        return _NounPhrase(p.zh, p.subject, p.person, p.plural)
+        return NounPhrase(p.zh, p.subject, p.person, p.plural)
     noun = rng.choice([n for n in lx.NOUNS if n.kinds & verb.subjects])
     return _noun_phrase(rng, noun, rng.choice(("number", "number", "demonstrative", "possessive")))
 
 
-def _object(rng: random.Random, verb: lx.Verb, subject: _NounPhrase) -> _NounPhrase:
+def _object(rng: random.Random, verb: lx.Verb, subject: NounPhrase) -> NounPhrase:
     if "pronoun" in verb.objects and rng.random() < 0.3:
         # "i help me" is not English: a first or second person does not act on itself here.
         choices = [p for p in lx.PRONOUNS if p.person == 3 or p.person != subject.person]
         p = rng.choice(choices)
-        return _NounPhrase(p.zh, p.object, p.person, p.plural)
+        return NounPhrase(p.zh, p.object, p.person, p.plural)
     noun = rng.choice([n for n in lx.NOUNS if n.kinds & verb.objects])
     return _noun_phrase(rng, noun, rng.choice(("bare", "number", "number", "demonstrative", "possessive")))
 
 
-def _noun_phrase(rng: random.Random, noun: lx.Noun, form: str) -> _NounPhrase:
+def _noun_phrase(rng: random.Random, noun: lx.Noun, form: str) -> NounPhrase:
     """A noun phrase of `form` ("bare", "number", "demonstrative", "possessive") around `noun`."""
     fitting = [a for a in lx.ADJECTIVES if a.kind in noun.adjectives]
     adj = rng.choice(fitting) if fitting and rng.random() < 0.4 else None
@@ -152,15 +191,17 @@ def _noun_phrase(rng: random.Random, noun: lx.Noun, form: str) -> _NounPhrase:
             zh, en = f"{this_zh}{number_zh}{noun.measure}{adj_zh}{noun.zh}", f"{these_en} {number_en} {head}"
         else:
             zh, en = f"{these_zh}{adj_zh}{noun.zh}", f"{these_en} {head}"  # 这些猫 "these cats"
-    return _NounPhrase(zh, en, 3, plural)
+    return NounPhrase(zh, en, 3, plural)
 
 
 def _article(number_en: str, head: str) -> str:
     return "an" if number_en == "a" and head[0] in "aeiou" else number_en
 
 
-def generate_sentences(n: int, seed: int = 0, *, max_zh_chars: int = 20) -> list[Sentence]:
-    """`n` sentences with distinct Chinese sides, the same for the same seed."""
+def generate_sentences(n: int, seed: int = 0, *, max_zh_chars: int = 20, grammar: int = GRAMMAR) -> list[Sentence]:
+    """`n` sentences with distinct Chinese sides, the same for the same seed and grammar."""
+    if grammar not in GRAMMARS:
+        raise ValueError(f"unknown grammar {grammar!r} (choose from: {', '.join(map(str, GRAMMARS))})")
     rng = random.Random(f"zh-en:{seed}")
     seen: dict[str, Sentence] = {}
     attempts = 0
@@ -168,7 +209,7 @@ def generate_sentences(n: int, seed: int = 0, *, max_zh_chars: int = 20) -> list
         attempts += 1
         if attempts > 50 * n + 10_000:
             raise ValueError(f"could not draw {n} distinct sentences of at most {max_zh_chars} characters")
-        sentence = sample_sentence(rng)
+        sentence = sample_sentence(rng, grammar)
         zh = sentence.zh
         if len(zh) > max_zh_chars:
             continue
@@ -185,9 +226,10 @@ def zh_en_task(
     n_valid: int = 1_000,
     n_test: int = 1_000,
     max_zh_chars: int = 20,
+    grammar: int = GRAMMAR,
 ) -> Task:
     """`zh-en`: Chinese characters in, lower-case tokenised English words out."""
-    sentences = generate_sentences(n_train + n_valid + n_test, seed, max_zh_chars=max_zh_chars)
+    sentences = generate_sentences(n_train + n_valid + n_test, seed, max_zh_chars=max_zh_chars, grammar=grammar)
     pairs = [(s.zh, s.en) for s in sentences]
     train, valid, test = split_pairs(pairs, n_valid, n_test, f"zh-en:{seed}:split")
     src_alphabet, tgt_alphabet = alphabets()

@@ -204,7 +204,7 @@ def test_negation_and_tense_are_translated(zh_en: Task) -> None:
             if zh.startswith(zh_start) and not zh.startswith(zh_start + "的"):
                 assert en.startswith(en_start), (zh, en)
                 seen[zh_start] += 1
-        if zh.startswith("昨天他") and "没有" not in zh:
+        if zh.startswith("昨天他") and "没有" not in zh and "喜欢" not in zh:  # a state takes no 了
             assert "了" in zh and " not " not in en
         if zh.startswith("每天他") and not zh.startswith(("每天他们", "每天他的")) and "不" not in zh:
             assert en.split()[1].endswith("s"), (zh, en)  # he eats, he washes

@@ -7,6 +7,7 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("webapp.core.urls")),
     path("accounts/", include("webapp.accounts.urls")),
+    path("classroom/", include("webapp.classroom.urls")),
     path("experiments/", include("webapp.experiments.urls")),
     path("models/", include("webapp.registry.urls")),
     path("playground/", include("webapp.playground.urls")),

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "axes",
     "webapp.core",
     "webapp.accounts",
+    "webapp.classroom",
     "webapp.experiments",
     "webapp.playground",
     "webapp.registry",

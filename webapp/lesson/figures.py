@@ -1,0 +1,130 @@
+"""Plotly figures (plain dicts, drawn by static/js/lesson.js through figure_style.plot) from the lesson's results."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from webapp.core.figure_style import COLORS, COLORWAY
+
+Figure = dict[str, Any]
+
+
+def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": title}, "xaxis": {"title": {"text": x}, **extra.pop("xaxis", {})},
+            "yaxis": {"title": {"text": y}, **extra.pop("yaxis", {})}, "margin": {"t": 50, "r": 20, "b": 60, "l": 70},
+            **extra}
+
+
+def _labels(tokens: list[str]) -> list[str]:
+    """Token strings made unique for a categorical axis (a repeated character would share one row otherwise)."""
+    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+def _heatmap(z: list[list[float]], x: list[str], y: list[str], title: str, xt: str, yt: str, **extra: Any) -> Figure:
+    trace = {"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues", **extra}
+    return {"data": [trace], "layout": _layout(title, xt, yt, yaxis={"autorange": "reversed", "type": "category"},
+                                               xaxis={"type": "category"})}
+
+
+def _bars(x: list[str], series: list[tuple[str, list[float]]], title: str, xt: str, yt: str) -> Figure:
+    data = [{"type": "bar", "name": name, "x": _labels(x) if len(x) and isinstance(x[0], str) else x, "y": y,
+             "marker": {"color": COLORWAY[i % len(COLORWAY)]}} for i, (name, y) in enumerate(series)]
+    return {"data": data, "layout": _layout(title, xt, yt, barmode="group")}
+
+
+def encoder_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    tokens, head, row = r["tokens"], r["head"], r["row"]
+    dims = list(range(len(r["positions"][0])))
+    query = tokens[r["query"]]
+    return {
+        "positions": {"data": [{"type": "heatmap", "z": r["positions"], "x": dims, "y": _labels(tokens),
+                                "colorscale": "RdBu", "zmid": 0}],
+                      "layout": _layout(_("Positional encoding of each position"), _("dimension of d_model"), _("position"),
+                                        yaxis={"autorange": "reversed", "type": "category"})},
+        "norms": _bars(tokens, [(_("token embedding × √d_model"), r["embedding_norm"]),
+                                (_("positional encoding"), r["position_norm"])],
+                       _("Size (L2 norm) of what is added at each position"), _("position"), _("norm")),
+        "attention": _heatmap(r["attention"][head], tokens, tokens,
+                              _("Encoder layer %(l)s, head %(h)s: every query sees every key") % {"l": r["layer"] + 1, "h": head + 1},
+                              _("key"), _("query")),
+        "row_scores": _bars(tokens, [(_("q·k"), row["scores"]), (_("q·k / √d_k"), row["scaled"])],
+                            _("Scores of the query %(q)s, before and after the scaling") % {"q": query}, _("key"), _("score")),
+        "row_weights": _bars(tokens, [(_("softmax"), row["weights"])],
+                             _("Attention weights of the query %(q)s (they sum to 1)") % {"q": query}, _("key"), _("weight")),
+        "ffn": {"data": [{"type": "bar", "x": list(range(len(r["ffn"]["hidden"]))), "y": r["ffn"]["hidden"],
+                          "marker": {"color": COLORS["loss"]}}],
+                "layout": _layout(_("The FFN's %(d)s middle units for %(q)s after the ReLU") % {"d": r["ffn"]["d_ff"], "q": query},
+                                  _("unit of d_ff"), _("activation"))},
+    }
+
+
+def decoder_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    src, tgt, head = r["src_tokens"], r["tgt_tokens"], r["head"]
+    query = tgt[r["query"]]
+    pad = r["padding"]
+    shorter = pad["tokens"][pad["shorter"]]
+    return {
+        "self_attention": _heatmap(r["self_attention"][head], tgt, tgt,
+                                   _("Masked self-attention, decoder layer %(l)s, head %(h)s") % {"l": r["layer"] + 1, "h": head + 1},
+                                   _("key (target so far)"), _("query (target)")),
+        "cross_attention": _heatmap(r["cross_attention"][head], src, tgt,
+                                    _("Cross-attention, decoder layer %(l)s, head %(h)s") % {"l": r["layer"] + 1, "h": head + 1},
+                                    _("key (source, from the encoder)"), _("query (target)")),
+        "cross_row": _bars(src, [(_("q·k / √d_k"), r["cross_row"]["scaled"]), (_("softmax"), r["cross_row"]["weights"])],
+                           _("Cross-attention of the query %(q)s over the source") % {"q": query}, _("source token"), _("value")),
+        "padding": _heatmap(pad["attention"], shorter, shorter,
+                            _("The shorter sentence in a batch of two: encoder layer 1, head 1"), _("key"), _("query")),
+    }
+
+
+def residual_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    names = {"residual": _("with residuals"), "no residual": _("without residuals")}
+    layers = [layer["index"] + 1 for layer in r["arms"][0]["layers"]]
+
+    def lines(field: str, title: str, y: str) -> Figure:
+        data = [{"type": "scatter", "mode": "lines+markers", "name": names[a["label"]], "x": layers,
+                 "y": [layer[field] for layer in a["layers"]], "line": {"color": COLORS[a["label"]]}} for a in r["arms"]]
+        return {"data": data, "layout": _layout(title, _("encoder layer"), y, xaxis={"dtick": 1, "tickformat": "d"})}
+
+    stats = r["norm"]
+    positions = stats["tokens"][: len(stats["in_mean"])]
+    return {
+        "distance": lines("mean_distance", _("Mean distance ‖h_l − x_0‖ from the stack's input"), _("distance")),
+        "spread": lines("spread", _("How distinct the positions stay (spread / norm)"), _("spread")),
+        "norm_stats": _bars(positions, [(_("mean before"), stats["in_mean"]), (_("variance before"), stats["in_var"]),
+                                        (_("mean after"), stats["out_mean"]), (_("variance after"), stats["out_var"])],
+                            _("%(norm)s: each position's mean and variance over d_model") % {"norm": stats["name"]},
+                            _("position"), _("value")),
+    }
+
+
+def norms_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    shift = r["batchnorm_shift"]
+    return {"batchnorm": _bars(r["tokens"], [(_("BatchNorm, batch of two"), shift["batch"]),
+                                             (_("BatchNorm, padding counted"), shift["batch_with_padding"]),
+                                             (_("LayerNorm"), r["layernorm_shift"])],
+                               _("How far each token's normalised vector moves when another sentence shares the batch"),
+                               _("position"), _("distance from its value alone"))}
+
+
+def training_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    data = []
+    for i, arm in enumerate(r["arms"]):
+        data.append({"type": "scatter", "mode": "lines", "name": arm["label"], "x": list(range(1, len(arm["loss"]) + 1)),
+                     "y": arm["loss"], "line": {"color": COLORWAY[i % len(COLORWAY)]}})
+    labels = [a["label"] for a in r["arms"]]
+    scores = {"data": [
+        {"type": "bar", "name": _("final training loss"), "x": labels, "y": [a["final_loss"] for a in r["arms"]]},
+        {"type": "bar", "name": _("exact match when generating"), "x": labels, "y": [a["exact_match"] for a in r["arms"]]},
+    ], "layout": _layout(_("Training loss against generation"), "", _("value"), barmode="group")}
+    return {"loss": {"data": data, "layout": _layout(_("Training loss"), _("step"), _("loss (cross-entropy)"),
+                                                     yaxis={"type": "log"})}, "scores": scores}
+
+
+BUILDERS = {"encoder": encoder_figures, "decoder": decoder_figures, "residual": residual_figures,
+            "norms": norms_figures, "mask": training_figures, "ffn": training_figures}
+
+
+def figures_for(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
+    return BUILDERS[kind](result)

@@ -1,0 +1,53 @@
+"""What the lesson keeps: each student's progress, demonstration results by request, and tiny training runs."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webapp.core.jobs import JobStatus
+
+
+class PageProgress(models.Model):
+    """One student's visits to one lesson page and the exercises they revealed there."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lesson_progress")
+    page = models.CharField(max_length=20)
+    first_visit = models.DateTimeField(auto_now_add=True)
+    last_visit = models.DateTimeField(auto_now=True)
+    exercises = models.JSONField(default=list, help_text="Ids of the exercises whose answer the student revealed.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "page"], name="lesson_progress_once_per_page")]
+        ordering = ["user", "page"]
+
+
+class DemoResult(models.Model):
+    """A demonstration's result, keyed by everything it depends on: an identical request is answered from here."""
+
+    key = models.CharField(max_length=64, unique=True, help_text="sha256 of kind, model, checkpoint and parameters.")
+    kind = models.CharField(max_length=20)
+    model_name = models.CharField(max_length=80)
+    params = models.JSONField()
+    result = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class TrainingRun(models.Model):
+    """A tiny training comparison (mask / FFN width), shared by everyone who asks for the same parameters."""
+
+    Status = JobStatus
+
+    key = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=10)
+    params = models.JSONField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.FloatField(default=0.0)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)

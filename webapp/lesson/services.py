@@ -1,0 +1,205 @@
+"""The lesson's services: demonstrations through the interactive worker with a cache, training runs, progress."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from celery.exceptions import TimeoutError as CeleryTimeout
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from webapp.celery import app
+from webapp.lesson.content import EXERCISES, PAGES, exercise_page
+from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
+from webapp.registry.models import TrainedModel
+from webapp.registry.services import models_visible_to
+
+logger = logging.getLogger(__name__)
+DEMO_TASK = "webapp.lesson.demo"  # on the interactive queue: each demonstration takes well under a second
+TRAIN_TASK = "webapp.lesson.train"  # on the experiments queue, beside the students' experiment runs
+DEMO_WAIT_S = 20.0  # a worker busy longer than this is reported as busy; the page stays usable
+DEMO_KINDS = ("encoder", "decoder", "residual", "norms")
+TRAIN_KINDS = ("mask", "ffn")
+DEFAULT_MODEL = "zh-en-post"  # the paper's Post-LN layout
+DEFAULT_SENTENCE = "我的猫追了一只老鼠。"
+INT_PARAMS = ("layer", "head", "query", "norm")
+
+
+class DemoRefused(Exception):
+    """A request the page answers with a message (bad input, unknown model, busy worker); nothing is stored."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def demo_model(*, user: Any, name: str | None) -> TrainedModel:
+    """The registry model a demonstration runs on; DemoRefused when this user cannot see one of that name."""
+    model = models_visible_to(user).filter(name=name or DEFAULT_MODEL).first()
+    if model is None:
+        raise DemoRefused("unknown_model", f"there is no model called {name or DEFAULT_MODEL!r}")
+    return model
+
+
+def demo_params(raw: dict[str, Any]) -> dict[str, Any]:
+    """Only what a demonstration reads: the sentence, a partner sentence, and small whole-number choices."""
+    params: dict[str, Any] = {"sentence": str(raw.get("sentence", "")).strip()}
+    if str(raw.get("partner", "")).strip():
+        params["partner"] = str(raw["partner"]).strip()
+    for name in INT_PARAMS:
+        value = raw.get(name)
+        if value not in (None, ""):
+            try:
+                params[name] = int(value)
+            except (TypeError, ValueError):
+                raise DemoRefused("bad_choice", f"{name} must be a whole number") from None
+    return params
+
+
+@dataclass
+class DemoAnswer:
+    result: dict[str, Any]
+    cached: bool
+
+
+def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any]) -> DemoAnswer:
+    """A demonstration's result: from the cache when the same request was answered before, else from a worker."""
+    if kind not in DEMO_KINDS:
+        raise DemoRefused("unknown_demo", f"there is no demonstration {kind!r}")
+    model = demo_model(user=user, name=model_name)
+    params = demo_params(raw)
+    key = _key(kind, model.name, model.checkpoint_hash, params)
+    stored = DemoResult.objects.filter(key=key).first()
+    if stored is not None:
+        return DemoAnswer(stored.result, cached=True)
+    job = {"kind": kind, "params": params, "model": {"name": model.name, "path": str(model.folder),
+                                                     "hash": model.checkpoint_hash}}
+    pending = app.send_task(DEMO_TASK, args=[job], queue="interactive")
+    try:
+        answer = pending.get(timeout=DEMO_WAIT_S)
+    except CeleryTimeout:
+        pending.revoke()
+        raise DemoRefused("busy", "the model's worker is busy; try again in a moment") from None
+    if "error" in answer:
+        raise DemoRefused(answer["error"]["code"], answer["error"]["message"])
+    try:
+        DemoResult.objects.create(key=key, kind=kind, model_name=model.name, params=params, result=answer["result"])
+    except IntegrityError:  # the same request answered twice at once: the first one stays
+        pass
+    return DemoAnswer(answer["result"], cached=False)
+
+
+def demo_compute(*, job: dict[str, Any]) -> dict[str, Any]:
+    """In the worker: run one demonstration on a warm model; errors come back as a code and a message."""
+    from modelcore.lesson import DemoError, run_demo
+    from webapp.lesson.warm import warm_model
+
+    try:
+        loaded = warm_model(job["model"]["path"], job["model"]["hash"])
+        return {"result": run_demo(job["kind"], loaded, job["params"])}
+    except DemoError as error:
+        return {"error": {"code": error.code, "message": str(error)}}
+
+
+def training_request(*, user: Any, kind: str) -> TrainingRun:
+    """The run of this comparison: the stored or running one when there is one, else a new one queued."""
+    if kind not in TRAIN_KINDS:
+        raise DemoRefused("unknown_demo", f"there is no training comparison {kind!r}")
+    params: dict[str, Any] = {}
+    key = _key("train", kind, params)
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().filter(key=key).first()
+        if run is not None and run.status != TrainingRun.Status.FAILED:
+            return run
+        if run is None:
+            run = TrainingRun.objects.create(key=key, kind=kind, params=params, owner=user)
+        else:
+            run.status, run.progress, run.error, run.result = TrainingRun.Status.QUEUED, 0.0, "", None
+            run.save()
+        run_id = run.pk
+        transaction.on_commit(lambda: app.send_task(TRAIN_TASK, args=[run_id], queue="experiments"))
+    return run
+
+
+def training_latest(*, kind: str) -> TrainingRun | None:
+    return TrainingRun.objects.filter(key=_key("train", kind, {})).first()
+
+
+def training_execute(*, run_id: int) -> None:
+    """In the worker: train the comparison, writing its progress to the row (the page polls it)."""
+    from modelcore.lesson import run_training
+
+    run = TrainingRun.objects.get(pk=run_id)
+    if run.status == TrainingRun.Status.SUCCEEDED:
+        return
+    run.status, run.progress = TrainingRun.Status.RUNNING, 0.0
+    run.save(update_fields=["status", "progress", "updated_at"])
+    shown = [0.0]
+
+    def report(info: dict[str, Any]) -> None:
+        if info["progress"] - shown[0] >= 0.02:
+            shown[0] = info["progress"]
+            TrainingRun.objects.filter(pk=run_id).update(progress=round(info["progress"], 3))
+
+    try:
+        result = run_training(run.kind, run.params, on_progress=report)
+    except Exception as error:  # a failed run must end marked failed, never stay running
+        logger.exception("lesson training run %s failed", run_id)
+        TrainingRun.objects.filter(pk=run_id).update(status=TrainingRun.Status.FAILED, error=str(error)[:500])
+        return
+    TrainingRun.objects.filter(pk=run_id).update(status=TrainingRun.Status.SUCCEEDED, progress=1.0, result=result)
+
+
+def progress_visit(*, user: Any, page: str) -> None:
+    """Note that this user opened this lesson page."""
+    progress, created = PageProgress.objects.get_or_create(user=user, page=page)
+    if not created:
+        progress.save(update_fields=["last_visit"])
+
+
+def progress_revealed(*, user: Any, page: str) -> list[str]:
+    row = PageProgress.objects.filter(user=user, page=page).only("exercises").first()
+    return list(row.exercises) if row else []
+
+
+def progress_reveal(*, user: Any, exercise_id: str) -> str | None:
+    """Record that this user revealed an exercise's answer; its page, or None for an unknown exercise."""
+    page = exercise_page(exercise_id)
+    if page is None:
+        return None
+    with transaction.atomic():
+        progress, _created = PageProgress.objects.select_for_update().get_or_create(user=user, page=page)
+        if exercise_id not in progress.exercises:
+            progress.exercises = [*progress.exercises, exercise_id]
+            progress.save(update_fields=["exercises", "last_visit"])
+    return page
+
+
+def progress_table(*, students: QuerySet) -> list[dict[str, Any]]:
+    """Per student: which pages they opened and how many exercises of each they revealed."""
+    rows = []
+    by_user: dict[int, dict[str, PageProgress]] = {}
+    for row in PageProgress.objects.filter(user__in=students):
+        by_user.setdefault(row.user_id, {})[row.page] = row
+    for student in students:
+        seen = by_user.get(student.pk, {})
+        cells = [{"page": page, "visited": page in seen, "answered": len(seen[page].exercises) if page in seen else 0,
+                  "total": len(EXERCISES[page])} for page in PAGES]
+        rows.append({"user": student, "cells": cells, "visited": sum(c["visited"] for c in cells),
+                     "answered": sum(c["answered"] for c in cells)})
+    return rows
+
+
+def lesson_students() -> QuerySet:
+    """Every student account (no classroom relates students to instructors yet, so an instructor sees all)."""
+    from webapp.accounts.roles import STUDENTS
+
+    return get_user_model().objects.filter(groups__name=STUDENTS, is_staff=False).order_by("username")

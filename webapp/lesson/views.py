@@ -1,0 +1,143 @@
+"""The lesson's pages, its demonstrations (htmx fragments), exercises and the instructors' progress table."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.permissions import instructors_only, signed_in
+from webapp.lesson import content
+from webapp.lesson.figures import figures_for
+from webapp.lesson.models import TrainingRun
+from webapp.lesson.services import (
+    DEFAULT_MODEL,
+    DEFAULT_SENTENCE,
+    DemoRefused,
+    demo_run,
+    lesson_students,
+    progress_reveal,
+    progress_revealed,
+    progress_table,
+    progress_visit,
+    training_latest,
+    training_request,
+)
+from webapp.registry.models import TrainedModel
+from webapp.registry.services import models_visible_to
+
+TEMPLATES = {"overview": "overview", "encoder": "encoder", "decoder": "decoder", "residual-norm": "residual_norm",
+             "questions": "questions", "glossary": "glossary"}
+
+
+def _model_card(request: HttpRequest) -> dict[str, Any]:
+    """The shipped model the pages describe: its configuration and training settings, from the registry."""
+    model = TrainedModel.objects.filter(name=DEFAULT_MODEL).first()
+    config = model.config if model else {}
+    train = (model.metrics.get("train", {}) if model else {}) or {}
+    return {"name": DEFAULT_MODEL, "config": config, "train": train, "found": model is not None,
+            "encoder_layers": range(config.get("n_encoder_layers", 0)),
+            "decoder_layers": range(config.get("n_decoder_layers", 0)), "heads": range(config.get("n_heads", 0))}
+
+
+def _pages() -> list[tuple[str, str, str]]:
+    return [(p, content.pick(content.PAGE_TITLES[p]), reverse(f"lesson:{TEMPLATES[p]}")) for p in content.PAGES]
+
+
+def _page(request: HttpRequest, page: str, **extra: Any) -> HttpResponse:
+    progress_visit(user=request.user, page=page)
+    context = {
+        "page": page, "pages": _pages(),
+        "title": content.pick(content.PAGE_TITLES[page]), "errata": content.errata(page),
+        "exercises": content.exercises(page, progress_revealed(user=request.user, page=page)),
+        "models": models_visible_to(request.user).filter(task="zh-en"), "default_model": DEFAULT_MODEL,
+        "default_sentence": DEFAULT_SENTENCE, "model_card": _model_card(request), "paper": content.PAPER, **extra,
+    }
+    return render(request, f"lesson/{content.lang()}/{TEMPLATES[page]}.html", context)
+
+
+@signed_in
+def overview(request: HttpRequest) -> HttpResponse:
+    return _page(request, "overview")
+
+
+@signed_in
+def encoder(request: HttpRequest) -> HttpResponse:
+    return _page(request, "encoder")
+
+
+@signed_in
+def decoder(request: HttpRequest) -> HttpResponse:
+    return _page(request, "decoder", run=training_latest(kind="mask"))
+
+
+@signed_in
+def residual_norm(request: HttpRequest) -> HttpResponse:
+    return _page(request, "residual-norm")
+
+
+@signed_in
+def questions(request: HttpRequest) -> HttpResponse:
+    return _page(request, "questions", run=training_latest(kind="ffn"))
+
+
+@signed_in
+def glossary(request: HttpRequest) -> HttpResponse:
+    return _page(request, "glossary", terms=content.glossary())
+
+
+@signed_in
+@require_POST
+def demo(request: HttpRequest, kind: str) -> HttpResponse:
+    """Run one demonstration (or answer it from the cache) and return its figures; bad input gets a message."""
+    try:
+        answer = demo_run(user=request.user, kind=kind, model_name=request.POST.get("model"), raw=request.POST.dict())
+    except DemoRefused as refused:
+        context = {"code": refused.code, "message": str(refused)}
+        return render(request, "lesson/partials/demo_error.html", context, status=200 if request.htmx else 422)
+    context = {"kind": kind, "result": answer.result, "cached": answer.cached,
+               "figures": figures_for(kind, answer.result)}
+    return render(request, f"lesson/partials/demo_{kind}.html", context)
+
+
+@signed_in
+@require_POST
+def train(request: HttpRequest, kind: str) -> HttpResponse:
+    """Start (or find) a tiny training comparison and return its panel, which polls until it is done."""
+    try:
+        run = training_request(user=request.user, kind=kind)
+    except DemoRefused:
+        raise Http404("no such training comparison") from None
+    return _run_panel(request, run)
+
+
+@signed_in
+def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
+    return _run_panel(request, get_object_or_404(TrainingRun, pk=run_id))
+
+
+def _run_panel(request: HttpRequest, run: TrainingRun) -> HttpResponse:
+    figures = figures_for(run.kind, run.result) if run.status == TrainingRun.Status.SUCCEEDED else {}
+    return render(request, "lesson/partials/run.html", {"run": run, "figures": figures})
+
+
+@signed_in
+@require_POST
+def reveal(request: HttpRequest, exercise_id: str) -> HttpResponse:
+    """Show an exercise's answer and note it in the student's progress."""
+    page = progress_reveal(user=request.user, exercise_id=exercise_id)
+    if page is None:
+        raise Http404("no such exercise")
+    if not request.htmx:
+        return redirect(f"lesson:{TEMPLATES[page]}")
+    item = next(e for e in content.exercises(page, [exercise_id]) if e["id"] == exercise_id)
+    return render(request, "lesson/partials/exercise.html", {"exercise": item})
+
+
+@instructors_only
+def progress(request: HttpRequest) -> HttpResponse:
+    """Every student's progress through the lesson's pages."""
+    return render(request, "lesson/progress.html", {"rows": progress_table(students=lesson_students()),
+                                                    "pages": _pages()})

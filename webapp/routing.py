@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
+from webapp.classroom.consumers import ClassroomSocket
 from webapp.core.consumers import NotifyConsumer
 from webapp.core.socket_edge import NoSuchSocket
 from webapp.experiments.consumers import ExperimentSocket
@@ -14,5 +15,6 @@ websocket_urlpatterns = [
     path("ws/training/<int:job_id>/", TrainingJobConsumer.as_asgi()),
     path("ws/experiments/<int:run_id>/", ExperimentSocket.as_asgi()),
     path("ws/decode/", DecodeConsumer.as_asgi()),
+    path("ws/classroom/<str:code>/", ClassroomSocket.as_asgi()),
     re_path(r"", NoSuchSocket.as_asgi()),  # last: any other path is refused, not a 500
 ]

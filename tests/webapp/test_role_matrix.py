@@ -18,6 +18,12 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/training/rows/": (LOGIN, 403, 403, 200),
     "/training/datasets/": (LOGIN, 403, 403, 200),
     "/training/jobs/999999/": (LOGIN, 403, 403, 404),  # job pages with a real job: tests/webapp/training
+    "/classroom/": (LOGIN, 200, 200, 200),
+    "/classroom/join/": (LOGIN, 200, 200, 200),
+    "/classroom/new/": (LOGIN, 403, 405, 405),  # POST only; sessions' own pages: tests/webapp/classroom
+    "/classroom/ZZZZZZ9/": (LOGIN, 404, 404, 404),
+    "/classroom/ZZZZZZ9/console/": (LOGIN, 404, 404, 404),
+    "/classroom/ZZZZZZ9/history/": (LOGIN, 404, 404, 404),
     "/experiments/": (LOGIN, 200, 200, 200),
     "/experiments/norm-position/": (LOGIN, 200, 200, 200),
     "/experiments/residuals/": (LOGIN, 200, 200, 200),

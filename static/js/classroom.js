@@ -1,0 +1,354 @@
+// A live session's page, for the students (follow) and the instructor (console): the /ws/classroom/<code>/
+// socket, the output, the question card, and the playground's own views (playground_views.js).
+import { COLORS, plot } from "./figure_style.js";
+import { Views } from "./playground_views.js";
+import { liveSocket } from "./socket.js";
+
+const $ = (id) => document.getElementById(id);
+const strings = JSON.parse($("cr-strings").textContent);
+const say = (key, values = {}) => strings[key].replace(/\{(\w+)\}/g, (_, name) => values[name] ?? "");
+const page = $("cr-page");
+const console_ = page.dataset.role === "console";
+const selectors = { layer: $("pg-layer"), encLayer: $("pg-enc-layer"), head: $("pg-head") };
+const views = new Views(strings, selectors);
+
+// What the page shows: the session's current request (as the playground's views read it) and its question.
+const state = { request: null, shown: [], layer: null, head: "mean", question: null, mine: null, open: false,
+                resyncing: false, session: null };
+
+function status(text, isError = false) {
+  const line = $("cr-status");
+  line.textContent = text;
+  line.classList.toggle("error", isError);
+}
+
+function errorText(frame) {
+  const english = document.documentElement.lang.startsWith("en");
+  return (!english && (strings.error_codes[frame.code] || strings.errors[frame.code])) || frame.message;
+}
+
+// -- the socket ------------------------------------------------------------------------------------
+
+const socket = liveSocket(page.dataset.socket, {
+  onFrame,
+  onOpen() {
+    state.open = true;
+    status(say("live"));
+  },
+  onClose(event, again) {
+    state.open = false;
+    if (!again) status(say("ended"), false);
+    else status(say("reconnecting"), true);
+  },
+});
+
+function send(frame) {
+  return socket.send(frame);
+}
+
+function resync() {
+  if (state.resyncing) return;
+  state.resyncing = true;
+  send({ type: "resync" });
+}
+
+const handlers = {
+  session(frame) {
+    state.session = frame;
+    applyViews(frame);
+    if (frame.question) showQuestion(frame.question, frame.my_answer);
+    else hideQuestion();
+    if (frame.counts) histogram(frame.counts);
+    if (frame.scores) scores(frame.scores);
+    if (frame.score != null) $("cr-score").textContent = say("score", { n: frame.score });
+    if (!frame.request_id) status(say("waiting"));
+    fork(frame);
+  },
+  start(frame) {
+    begin(frame);
+  },
+  token: step,
+  beams: step,
+  done(frame) {
+    if (!state.request || state.request.start.request_id !== frame.request_id) return resync();
+    if (frame.steps != null && frame.steps !== state.request.steps.length) return resync();
+    state.request.done = frame;
+    views.schedule(state.request);
+    status(say("done", { n: state.request.steps.length }));
+  },
+  error(frame) {
+    status(errorText(frame), true);
+  },
+  state(frame) {
+    state.resyncing = false;
+    state.request = null;
+    for (const inner of frame.frames) {
+      if (inner.type === "start") begin(inner);
+      else if (inner.type === "token" || inner.type === "beams") step(inner, true);
+      else if (inner.type === "done" && state.request) state.request.done = inner;
+      else if (inner.type === "error") status(errorText(inner), true);
+    }
+    if (state.request) {
+      views.schedule(state.request);
+      progress();
+    }
+  },
+  views: applyViews,
+  question(frame) {
+    showQuestion(frame, null);
+  },
+  options(frame) {
+    if (state.question && state.question.id === frame.question) {
+      state.question.options = frame.options;
+      drawOptions();
+    }
+  },
+  answered(frame) {
+    state.mine = frame.choice;
+    drawOptions();
+    $("cr-q-result").textContent = say("your_answer", { answer: frame.choice });
+  },
+  answers: histogram,
+  reveal(frame) {
+    if (!state.question || state.question.id !== frame.question) return;
+    state.question.answer = frame.answer;
+    drawOptions();
+    histogram(frame);
+    const result = $("cr-q-result");
+    if (frame.you) {
+      const key = !frame.you.answered ? "no_answer" : frame.you.correct ? "right" : "wrong";
+      result.textContent = say(key, { answer: frame.answer });
+      result.className = `cr-result ${frame.you.correct ? "right" : "wrong"}`;
+      $("cr-score").textContent = say("score", { n: frame.you.score });
+      $("cr-hist").hidden = false; // counts only, never names
+    } else {
+      result.textContent = say("wrong", { answer: frame.answer });
+    }
+    if (frame.scores) scores(frame.scores);
+  },
+  question_closed: hideQuestion,
+  presence(frame) {
+    if (!console_) return;
+    $("cr-present").textContent = frame.count;
+    $("cr-people").replaceChildren(...(frame.names || []).map((name) => {
+      const li = document.createElement("li");
+      li.textContent = name;
+      return li;
+    }));
+  },
+  ended() {
+    status(say("ended"));
+    if (!console_) location.href = location.pathname + "history/";
+  },
+};
+
+function onFrame(frame) {
+  const handler = handlers[frame.type];
+  if (handler) handler(frame);
+}
+
+// -- the decode ------------------------------------------------------------------------------------
+
+function begin(start) {
+  state.request = { start, steps: [], done: null };
+  views.reset(start);
+  selectView();
+  $("cr-src").replaceChildren(...(start.src_tokens || start.src_ids.map(String)).map((token) => chip(token, "src")));
+  $("cr-tokens").replaceChildren();
+  $("cr-text").textContent = "";
+  progress();
+}
+
+function step(frame, replaying = false) {
+  const request = state.request;
+  if (!request || request.start.request_id !== frame.request_id) return resync();
+  if (frame.seq < request.steps.length) return undefined; // seen already (a state crossed a live frame)
+  if (frame.seq > request.steps.length) return resync(); // a gap: ask for the whole state
+  request.steps.push(frame);
+  const token = frame.type === "beams" ? frame.beams[0]?.token : frame.token;
+  $("cr-tokens").append(chip(`${frame.seq}: ${token}`, "new"));
+  if (frame.text != null) $("cr-text").textContent = frame.text;
+  if (!replaying) {
+    views.schedule(request);
+    progress();
+  }
+  return undefined;
+}
+
+function chip(text, kind) {
+  const span = document.createElement("span");
+  span.className = `pg-tok ${kind}`;
+  span.textContent = text;
+  return span;
+}
+
+function progress() {
+  const request = state.request;
+  if (!request) return;
+  const n = request.steps.length;
+  if (request.done) status(say("done", { n }));
+  else status(say(request.start.step_mode ? "stepping" : "running", { n }));
+}
+
+// The views the instructor chose, and the layer and head, on every screen.
+function applyViews(frame) {
+  state.shown = frame.views || [];
+  state.layer = frame.layer ?? null;
+  state.head = frame.head ?? "mean";
+  for (const card of document.querySelectorAll(".pg-view[data-view]")) {
+    card.hidden = !state.shown.includes(card.dataset.view);
+  }
+  for (const box of document.querySelectorAll("#cr-views input")) box.checked = state.shown.includes(box.value);
+  selectView();
+  if (state.request) views.schedule(state.request);
+}
+
+function selectView() {
+  if (state.layer != null && selectors.layer.options.length > state.layer) selectors.layer.value = String(state.layer);
+  if ([...selectors.head.options].some((o) => o.value === String(state.head))) selectors.head.value = String(state.head);
+}
+
+function fork(session) {
+  const link = $("cr-fork");
+  if (!link) return;
+  const query = new URLSearchParams({ model: session.model, source: session.source || "",
+                                      strategy: session.params?.strategy || "greedy" });
+  link.href = `/playground/?${query}`;
+}
+
+// -- the question ----------------------------------------------------------------------------------
+
+function showQuestion(question, mine) {
+  state.question = { ...question };
+  state.mine = mine ?? null;
+  $("cr-question").hidden = false;
+  $("cr-q-title").textContent = strings.kinds[question.kind] || question.kind;
+  $("cr-q-prompt").textContent = question.prompt || "";
+  $("cr-q-result").textContent = mine ? say("your_answer", { answer: mine }) : "";
+  $("cr-q-result").className = "cr-result";
+  $("cr-q-count").textContent = "";
+  if (!console_) $("cr-hist").hidden = true;
+  const typed = $("cr-q-typed");
+  if (typed) typed.hidden = question.kind !== "next_token";
+  drawOptions();
+  if (console_) histogram({ question: question.id, counts: Object.fromEntries(question.options.map((o) => [o, 0])), total: 0 });
+}
+
+function hideQuestion() {
+  state.question = null;
+  $("cr-question").hidden = true;
+}
+
+function label(option) {
+  if (option === "yes") return strings.yes;
+  if (option === "no") return strings.no;
+  return option;
+}
+
+function drawOptions() {
+  const question = state.question;
+  if (!question) return;
+  const buttons = (question.options || []).map((option) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = label(option);
+    button.dataset.option = option;
+    button.classList.toggle("mine", option === state.mine);
+    button.classList.toggle("answer", option === question.answer);
+    const closed = question.answer != null || (state.mine != null && !console_);
+    button.disabled = closed && !(console_ && question.kind === "choice" && question.answer == null);
+    button.addEventListener("click", () => {
+      if (console_) {
+        if (question.kind === "choice") send({ type: "reveal", answer: option }); // the right option, revealed
+      } else {
+        send({ type: "answer", question: question.id, choice: option });
+      }
+    });
+    return button;
+  });
+  $("cr-q-options").replaceChildren(...buttons);
+}
+
+function histogram(frame) {
+  const question = state.question;
+  if (!question || frame.question !== question.id) return;
+  const counts = frame.counts || {};
+  const labels = Object.keys(counts);
+  $("cr-q-count").textContent = say("answered", { n: frame.total ?? 0 });
+  const colors = labels.map((l) => (l === question.answer ? COLORS.chosen || "#2f6fde" : COLORS.other || "#aab4c5"));
+  plot("cr-hist", [{ type: "bar", x: labels.map(label), y: labels.map((l) => counts[l]), marker: { color: colors },
+                     hovertemplate: "%{x}: %{y}<extra></extra>" }],
+       { margin: { l: 40, r: 10, t: 10, b: 60 }, xaxis: { type: "category" },
+         yaxis: { title: { text: strings.answer_label }, dtick: 1, rangemode: "tozero" } },
+       { config: { displayModeBar: false }, alt: `${strings.answer_label}: ${frame.total ?? 0}` });
+  $("cr-hist").dataset.total = String(frame.total ?? 0);
+}
+
+function scores(rows) {
+  const body = $("cr-scores");
+  if (!body) return;
+  body.replaceChildren(...rows.map((row) => {
+    const tr = document.createElement("tr");
+    for (const value of [row.name, row.score, row.answered]) {
+      const td = document.createElement("td");
+      td.textContent = value;
+      tr.append(td);
+    }
+    return tr;
+  }));
+}
+
+const typed = $("cr-q-typed");
+if (typed) {
+  typed.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = $("cr-q-typed-input").value.trim();
+    if (value && state.question) send({ type: "answer", question: state.question.id, choice: value });
+  });
+}
+
+// -- the console -----------------------------------------------------------------------------------
+
+function runFrame(stepMode) {
+  const strategy = document.querySelector("input[name=strategy]:checked").value;
+  const frame = { type: "run", model: $("cr-model").value, source: $("cr-source").value, strategy,
+                  step_mode: stepMode, pace_ms: stepMode ? 0 : Number($("cr-pace").value) };
+  if (strategy === "beam") frame.beam_size = Number($("cr-beams").value);
+  return frame;
+}
+
+function stepping() {
+  const request = state.request;
+  return request && !request.done && request.start.step_mode;
+}
+
+function sendViews() {
+  const shown = [...document.querySelectorAll("#cr-views input:checked")].map((box) => box.value);
+  const head = selectors.head.value || "mean";
+  const layer = selectors.layer.value === "" ? null : Number(selectors.layer.value);
+  send({ type: "views", views: shown, layer, head: head === "mean" ? "mean" : Number(head) });
+}
+
+if (console_) {
+  $("cr-run").addEventListener("click", () => send(runFrame(false)));
+  $("cr-step").addEventListener("click", () => send(stepping() ? { type: "step" } : runFrame(true)));
+  $("cr-cancel").addEventListener("click", () => send({ type: "cancel" }));
+  $("cr-reveal").addEventListener("click", () => send({ type: "reveal" }));
+  $("cr-close-q").addEventListener("click", () => send({ type: "close_question" }));
+  for (const box of document.querySelectorAll("#cr-views input")) box.addEventListener("change", sendViews);
+  selectors.layer.addEventListener("change", sendViews);
+  selectors.head.addEventListener("change", sendViews);
+  for (const chipButton of document.querySelectorAll("[data-example]")) {
+    chipButton.addEventListener("click", () => { $("cr-source").value = chipButton.dataset.example; });
+  }
+  for (const ask of document.querySelectorAll("[data-ask]")) {
+    ask.addEventListener("click", () => {
+      const frame = { type: "question", kind: ask.dataset.ask };
+      if (frame.kind === "choice") {
+        frame.prompt = $("cr-choice-prompt").value;
+        frame.options = $("cr-choice-options").value.split("\n").map((o) => o.trim()).filter(Boolean);
+      }
+      send(frame);
+    });
+  }
+}

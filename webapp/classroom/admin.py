@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from webapp.classroom.models import Answer, LiveSession, Participant, Question, Run
+
+
+class ParticipantInline(admin.TabularInline):
+    model = Participant
+    extra = 0
+    readonly_fields = ("joined", "last_seen")
+
+
+@admin.register(LiveSession)
+class LiveSessionAdmin(admin.ModelAdmin):
+    list_display = ("title", "code", "instructor", "model_name", "created", "ended")
+    search_fields = ("title", "code", "instructor__username")
+    inlines = [ParticipantInline]
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ("session", "kind", "seq", "status", "answer", "created")
+    list_filter = ("kind", "status")
+
+
+@admin.register(Answer)
+class AnswerAdmin(admin.ModelAdmin):
+    list_display = ("question", "participant", "choice", "correct", "at")
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("session", "request_id", "source", "text", "reason", "started")

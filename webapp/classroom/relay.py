@@ -1,0 +1,258 @@
+"""A session's frames for every socket of one web process: one channel-layer message per step per process.
+
+The session's decode is an ordinary playground job whose `relay` is the session's group
+channel (`relay_target`): the worker publishes each step once on it, every web process with
+a participant of the session receives it once (its SessionRelay subscribes one channel to the
+group), and the relay hands the frame text to each of its sockets as it came, without a
+message or a dispatch per student. Classroom events (questions, answers, reveal, presence,
+views) travel the same group, so they keep their order with the frames.
+
+The relay also keeps the current request's frames, so a socket that joins or reconnects gets
+the state at once; a relay that starts mid-decode asks the worker for a `state` frame first
+(the playground's resync). A step that a question is about is held back until the reveal.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+import orjson
+from channels.layers import get_channel_layer
+
+from webapp.classroom.reveal import next_token_options
+from webapp.core.loops import per_loop
+
+log = logging.getLogger(__name__)
+
+EVENT = "classroom.event"
+STATE_PREFIX = '{"type": "state"'  # how the worker's resync answer begins (playground worker.loop._state_text)
+
+
+def session_group(code: str) -> str:
+    return f"classroom.{code}"
+
+
+def relay_target(code: str) -> str:
+    """The channel a session's decode job names as its relay: the group's own pub/sub channel.
+
+    The worker sends to it with an ordinary `send`, which the pub/sub layer publishes once;
+    every web process subscribed to the group gets it (channels_redis.pubsub names a group's
+    channel this way).
+    """
+    return get_channel_layer()._get_group_channel_name(session_group(code))
+
+
+def event_message(frame: dict[str, Any], *, to: str = "all", **extra: Any) -> dict[str, Any]:
+    """A classroom event for every relay of the session: `to` is all, console or students."""
+    return {"type": EVENT, "frame": frame, "to": to, **extra}
+
+
+class Seat(Protocol):
+    """What the relay needs of a socket."""
+
+    drives: bool
+    user_id: int
+
+    async def send(self, text_data: str) -> None: ...
+
+    async def classroom_event(self, message: dict[str, Any]) -> None: ...
+
+
+class SessionRelay:
+    def __init__(self, code: str, on_final: Any) -> None:
+        self.code = code
+        self.sockets: set[Any] = set()
+        self.channel: str | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.request_id: str | None = None
+        self.frames: list[str] = []  # the current request's frame texts, in the worker's order
+        self.complete = False  # frames hold everything from `start` on
+        self.ended = False
+        self.held_seq: int | None = None  # a question's step, kept from the students until the reveal
+        self.question: dict[str, Any] | None = None  # the open question that holds it
+        self.held_from: int | None = None  # index in frames of the held step: it and every frame after wait
+        self.waiting: list[Any] = []  # sockets that asked for the state before this relay had it
+        self._on_final = on_final
+
+    async def start(self, *, request_id: str | None, question: dict[str, Any] | None) -> None:
+        layer = get_channel_layer()
+        self.channel = await layer.new_channel(prefix="classroom.relay.")
+        await layer.group_add(session_group(self.code), self.channel)
+        self.request_id, self.question = request_id, question
+        self.held_seq = question.get("seq") if question is not None and question.get("kind") != "choice" else None
+        self.task = asyncio.create_task(self._pump(layer, self.channel))
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        layer = get_channel_layer()
+        if self.channel is not None:
+            try:
+                await layer.group_discard(session_group(self.code), self.channel)
+            except Exception:  # Redis away: the subscription went with it
+                log.warning("classroom relay could not leave its group", exc_info=True)
+
+    # -- what sockets read ------------------------------------------------------------------------
+
+    def shown_frames(self) -> list[str]:
+        """The frames a student may see now (the held step, and any after it, left out)."""
+        return list(self.frames if self.held_from is None else self.frames[:self.held_from])
+
+    def state_text(self) -> str:
+        return _state(self.request_id or "", self.shown_frames())
+
+    def frame(self, request_id: str, seq: int) -> dict[str, Any] | None:
+        """The step frame of this seq of the current request, if it arrived here."""
+        if request_id != self.request_id:
+            return None
+        for text in self.frames:
+            if _seq_of(text) == seq:
+                return orjson.loads(text)
+        return None
+
+    def start_frame(self) -> dict[str, Any] | None:
+        if self.frames and self.frames[0].startswith('{"type":"start"'):
+            return orjson.loads(self.frames[0])
+        return None
+
+    # -- the pump ---------------------------------------------------------------------------------
+
+    async def _pump(self, layer: Any, channel: str) -> None:
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("classroom relay could not read its channel")
+                await asyncio.sleep(0.1)
+                continue
+            try:
+                if message.get("type") == EVENT:
+                    await self._event(message)
+                else:
+                    for _reply, request_id, final, text in message.get("frames", ()):
+                        await self._frame(request_id, final, text)
+            except Exception:  # one bad message must not stop the session for everyone here
+                log.exception("classroom relay could not deliver a message")
+            await asyncio.sleep(0)
+
+    async def _frame(self, request_id: str, final: bool, text: str) -> None:
+        if text.startswith(STATE_PREFIX):
+            await self._state_arrived(request_id, text)
+            return
+        if request_id != self.request_id:  # a new run: its `start` begins the record
+            self.request_id, self.frames, self.ended = request_id, [], False
+            self.held_seq = self.held_from = None
+            self.complete = text.startswith('{"type":"start"')
+        self.frames.append(text)
+        if self.held_from is None and self.held_seq is not None and _seq_of(text) == self.held_seq:
+            self.held_from = len(self.frames) - 1
+        if self.held_from is None:
+            await self._to_all(text)
+        elif self.held_from == len(self.frames) - 1 and self.question is not None and self.question.get("kind") == "next_token":
+            # Students pick among the model's top-k at the held step, shown without probabilities.
+            options = next_token_options(orjson.loads(text))
+            self.question["options"] = options
+            await self._to_all(orjson.dumps({"type": "options", "question": self.question["id"],
+                                             "options": options}).decode())
+        if final:
+            self.ended = True
+            await self._on_final(self, request_id)
+
+    async def _state_arrived(self, request_id: str, text: str) -> None:
+        if request_id != self.request_id:
+            return
+        state = orjson.loads(text)
+        known = len(self.frames)
+        if not self.complete or len(state["frames"]) >= known:
+            self.frames = [orjson.dumps(frame).decode() for frame in state["frames"]]
+            self.complete = True
+            held = [i for i, t in enumerate(self.frames) if self.held_seq is not None and _seq_of(t) == self.held_seq]
+            self.held_from = held[0] if held else None
+        waiting, self.waiting = self.waiting, []
+        if waiting:
+            shown = self.state_text()
+            for socket in waiting:
+                await _safe_send(socket, shown)
+
+    async def _event(self, message: dict[str, Any]) -> None:
+        frame = message["frame"]
+        kind = frame.get("type")
+        release: list[str] = []
+        if kind == "question":
+            self.held_seq, self.question = message.get("hold"), dict(frame)
+        elif kind in ("reveal", "question_closed"):
+            if self.held_from is not None:
+                release = self.frames[self.held_from:]
+            self.held_seq = self.held_from = self.question = None
+        for text in release:  # the held step reaches every screen just before the reveal
+            await self._to_all(text)
+        for socket in list(self.sockets):
+            try:
+                await socket.classroom_event(message)
+            except Exception:
+                log.exception("classroom event could not reach a socket")
+
+    async def _to_all(self, text: str) -> None:
+        for socket in list(self.sockets):
+            await _safe_send(socket, text)
+
+
+async def _safe_send(socket: Any, text: str) -> None:
+    try:
+        await socket.send(text_data=text)
+    except Exception:  # a socket closing as the frame went: the others still get it
+        log.debug("classroom frame to a closing socket dropped", exc_info=True)
+
+
+def _seq_of(text: str) -> int | None:
+    """The seq of a token/beams frame text (None for start, done, error): read without parsing the whole frame."""
+    if not (text.startswith('{"type":"token"') or text.startswith('{"type":"beams"')):
+        return None
+    at = text.find('"seq":')
+    if at < 0:
+        return None
+    end = at + 6
+    while end < len(text) and text[end].isdigit():
+        end += 1
+    return int(text[at + 6:end])
+
+
+def _state(request_id: str, texts: list[str]) -> str:
+    return f'{{"type": "state", "request_id": {orjson.dumps(request_id).decode()}, "frames": [{", ".join(texts)}]}}'
+
+
+class Relays:
+    """One per event loop: a SessionRelay per session that has sockets here."""
+
+    def __init__(self) -> None:
+        self.by_code: dict[str, SessionRelay] = {}
+        self.lock = asyncio.Lock()
+
+    async def join(self, socket: Any, code: str, *, request_id: str | None, question: dict[str, Any] | None,
+                   on_final: Any) -> SessionRelay:
+        async with self.lock:
+            relay = self.by_code.get(code)
+            if relay is None:
+                relay = SessionRelay(code, on_final)
+                await relay.start(request_id=request_id, question=question)
+                self.by_code[code] = relay
+            relay.sockets.add(socket)
+            return relay
+
+    async def leave(self, socket: Any, code: str) -> None:
+        async with self.lock:
+            relay = self.by_code.get(code)
+            if relay is None:
+                return
+            relay.sockets.discard(socket)
+            if socket in relay.waiting:
+                relay.waiting.remove(socket)
+            if not relay.sockets:
+                del self.by_code[code]
+                await relay.stop()
+
+
+relays = per_loop(Relays)

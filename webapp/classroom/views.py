@@ -1,0 +1,213 @@
+"""The classroom's pages: the list, joining, the student view, the console, the history and its CSV."""
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.permissions import instructors_only, signed_in
+from webapp.accounts.roles import Role, has_role
+from webapp.classroom import services
+from webapp.classroom.codes import LENGTH, looks_like_code, normalize_code
+from webapp.classroom.models import VIEWS, LiveSession
+from webapp.classroom.services import ClassroomError
+from webapp.playground.examples import examples_for
+from webapp.playground.protocol import MAX_BEAMS
+from webapp.playground.views import _strings as playground_strings
+
+
+class NewSessionForm(forms.Form):
+    title = forms.CharField(label=gettext_lazy("Title"), max_length=120)
+    model = forms.ChoiceField(label=gettext_lazy("Model"))
+
+    def __init__(self, *args: Any, models: list[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = [(m.name, m.name) for m in models]
+
+
+class JoinForm(forms.Form):
+    code = forms.CharField(label=gettext_lazy("Join code"), max_length=20)
+
+    def clean_code(self) -> str:
+        code = normalize_code(self.cleaned_data["code"])
+        if not looks_like_code(code):
+            raise forms.ValidationError(_("A join code has %(n)s letters and digits, as shown on the projector.")
+                                        % {"n": LENGTH})
+        session = services.session_by_code(code)
+        if session is None:
+            raise forms.ValidationError(_("No session has this code. Check it on the projector."))
+        if not session.live:
+            raise forms.ValidationError(_("This session has ended."))
+        return code
+
+
+def _session_or_404(code: str) -> LiveSession:
+    from django.http import Http404
+
+    session = services.session_by_code(code)
+    if session is None:
+        raise Http404(_("No session has this code."))
+    return session
+
+
+@signed_in
+def index(request: HttpRequest) -> HttpResponse:
+    """Instructors: their sessions and a form for a new one. Everyone: join by code, the sessions they sat in."""
+    teaches = has_role(request.user, Role.INSTRUCTOR)
+    context: dict[str, Any] = {"teaches": teaches, "join_form": JoinForm(), **services.sessions_for(request.user)}
+    if teaches:
+        context["new_form"] = NewSessionForm(models=services.session_models(request.user))
+    return render(request, "classroom/index.html", context)
+
+
+@instructors_only
+@require_POST
+def create(request: HttpRequest) -> HttpResponse:
+    models = services.session_models(request.user)
+    form = NewSessionForm(request.POST, models=models)
+    if form.is_valid():
+        try:
+            session = services.session_create(instructor=request.user, title=form.cleaned_data["title"],
+                                              model_name=form.cleaned_data["model"])
+        except ClassroomError as error:
+            form.add_error("model", error.message)
+        else:
+            return redirect("classroom:console", code=session.code)
+    context = {"teaches": True, "join_form": JoinForm(), "new_form": form, **services.sessions_for(request.user)}
+    return render(request, "classroom/index.html", context, status=400)
+
+
+@signed_in
+def join(request: HttpRequest) -> HttpResponse:
+    """The join box: a good code goes to the session, a bad one back to the list with why."""
+    form = JoinForm(request.GET or request.POST or None)
+    if form.is_valid():
+        return redirect("classroom:follow", code=form.cleaned_data["code"])
+    teaches = has_role(request.user, Role.INSTRUCTOR)
+    context: dict[str, Any] = {"teaches": teaches, "join_form": form, **services.sessions_for(request.user)}
+    if teaches:
+        context["new_form"] = NewSessionForm(models=services.session_models(request.user))
+    return render(request, "classroom/index.html", context, status=400 if form.is_bound else 200)
+
+
+@signed_in
+def follow(request: HttpRequest, code: str) -> HttpResponse:
+    """A participant's screen: the instructor's tokens, views and questions, live."""
+    session = _session_or_404(code)
+    if not session.live:
+        if services.can_drive(request.user, session) or services.is_participant(request.user, session):
+            messages.info(request, _("This session has ended: here is what happened in it."))
+            return redirect("classroom:history", code=session.code)
+        return render(request, "classroom/ended.html", {"session": session}, status=410)
+    services.session_join(user=request.user, session=session)
+    context = {"session": session, "strings": _strings(), "fork_url": "/playground/"}
+    return render(request, "classroom/follow.html", context)
+
+
+@signed_in
+def console(request: HttpRequest, code: str) -> HttpResponse:
+    """The instructor's console: model, input, strategy, Run/Step/Cancel, views, questions, presence."""
+    session = _session_or_404(code)
+    if not services.can_drive(request.user, session):
+        raise PermissionDenied(_("Only this session's instructor drives it."))
+    if not session.live:
+        return redirect("classroom:history", code=session.code)
+    join_url = request.build_absolute_uri(f"/classroom/{session.code}/")
+    models = services.session_models(request.user)
+    chosen = next((m for m in models if m.name == session.model_name), None)
+    context = {
+        "session": session, "join_url": join_url, "qr": services.qr_svg(join_url), "models": models,
+        "examples": examples_for(chosen.task) if chosen else [], "views": VIEWS, "strings": _strings(),
+        "max_chars": settings.PLAYGROUND_MAX_SOURCE_CHARS, "max_beams": MAX_BEAMS,
+    }
+    return render(request, "classroom/console.html", context)
+
+
+@signed_in
+@require_POST
+def end(request: HttpRequest, code: str) -> HttpResponse:
+    """End the session from the page (the console's socket does the same and tells everyone)."""
+    session = _session_or_404(code)
+    if not services.can_drive(request.user, session):
+        raise PermissionDenied(_("Only this session's instructor drives it."))
+    services.session_end(session=session)
+    from webapp.classroom.relay import event_message, session_group
+    from webapp.core.feed import publish
+
+    publish([(session_group(session.code), event_message({"type": "ended"}))])
+    return redirect("classroom:history", code=session.code)
+
+
+def _may_read(request: HttpRequest, session: LiveSession) -> None:
+    if not (services.can_drive(request.user, session) or services.is_participant(request.user, session)):
+        raise PermissionDenied(_("Only this session's instructor and participants can read its history."))
+
+
+@signed_in
+def history(request: HttpRequest, code: str) -> HttpResponse:
+    """Replay a session: each run's tokens, each question with its answer counts and the model's answer."""
+    session = _session_or_404(code)
+    _may_read(request, session)
+    context = {"session": session, "drives": services.can_drive(request.user, session),
+               "strings": _strings(), **services.history(session)}
+    return render(request, "classroom/history.html", context)
+
+
+@signed_in
+def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
+    session = _session_or_404(code)
+    if not services.can_drive(request.user, session):
+        raise PermissionDenied(_("Only this session's instructor downloads its answers."))
+    response = HttpResponse(services.answers_csv(session), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="classroom-{session.code}-answers.csv"'
+    return response
+
+
+def _strings() -> dict[str, Any]:
+    """The pages' script messages, in the reader's language; the views' own come from the playground."""
+    return {
+        **playground_strings(),
+        "connecting": _("Connecting…"),
+        "live": _("Live"),
+        "reconnecting": _("The connection dropped; reconnecting…"),
+        "ended": _("The session has ended."),
+        "waiting": _("Waiting for the instructor to run the model…"),
+        "running": _("The model is decoding: {n} tokens so far."),
+        "stepping": _("Step by step: {n} tokens so far."),
+        "done": _("Done: {n} tokens."),
+        "present": _("{n} present"),
+        "answered": _("{n} answered"),
+        "your_answer": _("Your answer: {answer}"),
+        "right": _("Right! The model chose {answer}."),
+        "wrong": _("The model chose {answer}."),
+        "no_answer": _("You did not answer. The model chose {answer}."),
+        "score": _("Your score: {n}"),
+        "answer_label": _("answers"),
+        "yes": _("yes"),
+        "no": _("no"),
+        "type_token": _("or type a token"),
+        "send": _("Answer"),
+        "kinds": {
+            "next_token": _("What is the next token?"),
+            "attention": _("Which source token will the next token attend to most?"),
+            "stop": _("Will the model stop here?"),
+            "choice": _("Question"),
+        },
+        "error_codes": {
+            "forbidden": _("only the instructor can do that"),
+            "already_answered": _("you already answered this question"),
+            "revealed": _("the answer was revealed: answers are closed"),
+            "not_open": _("this question is not open"),
+            "not_stepping": _("start a step-by-step decode first (Step)"),
+            "not_stepped": _("the step has not arrived yet"),
+            "question_open": _("reveal or close the open question first"),
+        },
+    }

@@ -11,7 +11,7 @@ from modelcore.tasks.base import Task, split_pairs
 ZH_ORDER = ("time", "subject", "aux", "place", "verb", "object", "end")
 EN_ORDER = ("subject", "aux", "verb", "object", "place", "time", "end")
 # Words the grammar itself adds around the lexicon's.
-_ZH_GRAMMAR = "不没有会正在了的这那些。"
+_ZH_GRAMMAR = ("不", "没有", "会", "正在", "正", "在", "了", "的", "这", "那", "些", "。")
 _EN_GRAMMAR = ("a", "an", "of", "not", "do", "does", "did", "will", "am", "is", "are", "the", ".")
 # Grammar 2 says the past with 了 or 没有 alone and never ties an English word to a Chinese one that lacks it.
 # Grammar 1 tied the past to a time phrase (了 only ever came with 昨天 and the like, so a model learned
@@ -238,10 +238,19 @@ def zh_en_task(
     )
 
 
+def lexicon_words() -> frozenset[str]:
+    """Every Chinese word the grammar puts together (time phrases and places whole)."""
+    words = {*_ZH_GRAMMAR, *lx.CONTAINERS, *(w for w, _ in lx.NUMBERS), *(d[i] for d in lx.DEMONSTRATIVES for i in (0, 2))}
+    words |= {w for n in lx.NOUNS for w in (n.zh, n.measure)}
+    words |= {a.zh for a in lx.ADJECTIVES} | {a.zh.removesuffix("的") for a in lx.ADJECTIVES}
+    words |= {v.zh for v in lx.VERBS} | {p.zh for p in lx.PRONOUNS} | {t.zh for t in lx.TIMES}
+    return frozenset(words | {zh for zh, _ in lx.PLACES})
+
+
 def alphabets() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Every Chinese character and English word the grammar can produce, sorted."""
     zh_words = [
-        _ZH_GRAMMAR,
+        *_ZH_GRAMMAR,
         *lx.CONTAINERS,
         *(w for _, w in lx.NUMBERS),
         *(d[0] + d[2] for d in lx.DEMONSTRATIVES),

@@ -1,0 +1,37 @@
+"""The lesson's tiny training comparisons."""
+from __future__ import annotations
+
+import pytest
+
+from modelcore.experiments import torch_threads
+from modelcore.lesson import run_training
+
+
+@pytest.mark.slow
+def test_without_the_causal_mask_training_loss_is_lower_and_generation_worse():
+    seen = []
+    with torch_threads(1):
+        result = run_training("mask", {}, on_progress=seen.append)
+    causal, unmasked = result["arms"]
+    assert (causal["label"], unmasked["label"]) == ("causal mask", "no mask")
+    assert unmasked["final_loss"] < causal["final_loss"]
+    assert unmasked["teacher_forced_accuracy"] > causal["teacher_forced_accuracy"]
+    assert unmasked["exact_match"] < causal["exact_match"]
+    assert seen[-1]["progress"] == 1.0 and {s["arm"] for s in seen} == {"causal mask", "no mask"}
+
+
+@pytest.mark.slow
+def test_ffn_widths_train_side_by_side():
+    with torch_threads(1):
+        result = run_training("ffn", {"steps": 20})
+    assert [a["d_ff"] for a in result["arms"]] == [32, 64, 128]
+    params = [a["parameters"] for a in result["arms"]]
+    assert params[0] < params[1] < params[2]
+    assert all(len(a["loss"]) == 20 for a in result["arms"])
+
+
+def test_bad_requests_are_refused():
+    with pytest.raises(ValueError):
+        run_training("nope", {})
+    with pytest.raises(ValueError):
+        run_training("mask", {"steps": 10_000})

@@ -39,8 +39,8 @@ from webapp.playground.services import (
 log = logging.getLogger(__name__)
 
 CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end")
-RUN_KEYS = ("source", "strategy", "beam_size", "temperature", "top_k", "top_p", "seed", "max_len", "pace_ms",
-            "step_mode")
+RUN_KEYS = ("source", "strategy", "beam_size", "temperature", "top_k", "top_p", "seed", "max_len", "min_len",
+            "pace_ms", "step_mode")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
 SAVED_TTL_S = 3600
 

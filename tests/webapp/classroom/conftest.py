@@ -56,6 +56,7 @@ async def until(ws: WebsocketCommunicator, kind: str, timeout: float = 20, **mat
         frame = await receive(ws, timeout=max(0.1, deadline - loop.time()))
         if frame["type"] == kind and all(frame.get(k) == v for k, v in match.items()):
             return frame
+        assert frame["type"] != "error", f"waiting for {kind}, got {frame}"
 
 
 async def collect(ws: WebsocketCommunicator, until_type: str = "done", timeout: float = 30) -> list[dict[str, Any]]:

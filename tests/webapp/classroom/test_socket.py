@@ -1,10 +1,12 @@
 """`/ws/classroom/<code>/` against a real Celery worker and a real Redis: broadcast, questions, late joiners."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from channels.db import database_sync_to_async as db
 
-from tests.webapp.classroom.conftest import SOURCE, collect, seat
+from tests.webapp.classroom.conftest import SOURCE, collect, seat, until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -32,3 +34,165 @@ async def test_a_run_reaches_every_participant_in_order(worker, session, instruc
     assert seen[0] == seen[1] == seen[2]
     for ws in (console, ws_a, ws_b):
         await ws.disconnect()
+
+
+async def started(ws, request_id=None):
+    return await until(ws, "start")
+
+
+async def test_console_frames_from_anyone_but_the_sessions_instructor_are_refused(worker, session, instructor,
+                                                                                 admin, make_student, django_user_model):
+    from django.contrib.auth.models import Group
+
+    @db
+    def other_teacher():
+        user = django_user_model.objects.create_user(username="other-teacher", password="pw-for-tests-only")
+        user.groups.add(Group.objects.get_or_create(name="instructors")[0])
+        return user
+
+    student = await db(make_student)("ann")
+    for user in (student, await other_teacher()):
+        ws, snapshot = await seat(session, user)
+        assert snapshot["role"] == "student"
+        for action in ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end"):
+            await ws.send_json_to({"type": action})
+            frame = await until(ws, "error")
+            assert frame["code"] == "forbidden", (user, action, frame)
+        await ws.send_to(text_data="{not json")
+        assert (await until(ws, "error"))["code"] == "bad_json"  # and the socket is still there to say it
+        await ws.disconnect()
+    ws, snapshot = await seat(session, admin)  # admins drive any session
+    assert snapshot["role"] == "console"
+    await ws.send_json_to({"type": "views", "views": ["cross", "kv"], "layer": 0, "head": 1})
+    assert (await until(ws, "views")) == {"type": "views", "views": ["cross", "kv"], "layer": 0, "head": 1}
+    await ws.disconnect()
+
+
+async def test_anonymous_and_foreign_origin_sockets_are_refused_and_a_wrong_code_is_not_found(session, student):
+    from tests.fixtures.sockets import socket_for
+
+    anonymous = await socket_for(f"/ws/classroom/{session.code}/")
+    assert not (await anonymous.connect())[0]
+    foreign = await socket_for(f"/ws/classroom/{session.code}/", student, origin=(b"origin", b"http://evil.example"))
+    assert not (await foreign.connect())[0]
+    wrong = await socket_for("/ws/classroom/ZZZZZZ9/", student)
+    assert (await wrong.connect())[0]
+    assert (await until(wrong, "error"))["code"] == "not_found"
+    assert (await wrong.receive_output(timeout=5))["type"] == "websocket.close"
+
+
+async def test_a_question_holds_its_step_until_the_reveal_and_counts_each_answer_once(worker, session, instructor,
+                                                                                      make_student):
+    console, _ = await seat(session, instructor)
+    ann, bob = await db(make_student)("ann"), await db(make_student)("bob")
+    ws_a, _ = await seat(session, ann)
+    ws_b, _ = await seat(session, bob)
+    await console.send_json_to({"type": "run", "source": SOURCE, "step_mode": True, "min_len": 4, "max_len": 4})
+    start = await until(console, "start")
+    for ws in (ws_a, ws_b):
+        assert (await until(ws, "start"))["request_id"] == start["request_id"]
+    await console.send_json_to({"type": "step"})
+    first = await until(ws_a, "token")
+    assert first["seq"] == 0
+    await console.send_json_to({"type": "question", "kind": "next_token"})
+    question = await until(ws_a, "question")
+    assert question["seq"] == 1 and question["kind"] == "next_token"
+    options = await until(ws_a, "options")  # the model's top-k at the held step, without probabilities
+    assert options["options"] and all(isinstance(o, str) for o in options["options"])
+    assert await ws_a.receive_nothing(timeout=0.5)  # the step itself is held back
+    choice = options["options"][0]
+    await ws_a.send_json_to({"type": "answer", "question": question["id"], "choice": choice})
+    assert (await until(ws_a, "answered"))["choice"] == choice
+    await ws_a.send_json_to({"type": "answer", "question": question["id"], "choice": choice})
+    assert (await until(ws_a, "error"))["code"] == "already_answered"
+    counts = await until(console, "answers")
+    assert counts["total"] == 1 and counts["counts"][choice] == 1
+    await console.send_json_to({"type": "reveal"})
+    held = await until(ws_a, "token")  # released just before the reveal
+    assert held["seq"] == 1
+    reveal = await until(ws_a, "reveal")
+    model_token = "<eos>" if held["id"] == 2 else held["token"]
+    assert reveal["answer"] == model_token
+    assert reveal["you"] == {"answered": True, "correct": choice == model_token, "score": int(choice == model_token)}
+    assert "scores" not in reveal  # names stay on the console
+    late = await until(ws_b, "reveal")
+    assert late["you"]["answered"] is False
+    await ws_b.send_json_to({"type": "answer", "question": question["id"], "choice": choice})
+    assert (await until(ws_b, "error"))["code"] == "revealed"
+    console_reveal = await until(console, "reveal")
+    assert {row["name"] for row in console_reveal["scores"]} == {"ann", "bob"}
+    from webapp.classroom.models import Answer
+
+    assert await db(Answer.objects.count)() == 1
+    for ws in (console, ws_a, ws_b):
+        await ws.disconnect()
+
+
+async def test_the_attention_question_is_answered_by_the_argmax_of_the_workers_row(worker, session, instructor,
+                                                                                   make_student):
+    from webapp.classroom.reveal import cross_row
+
+    console, _ = await seat(session, instructor)
+    ws_a, _ = await seat(session, await db(make_student)("ann"))
+    await console.send_json_to({"type": "views", "views": ["cross"], "layer": 0, "head": "mean"})
+    await console.send_json_to({"type": "run", "source": SOURCE, "step_mode": True, "min_len": 3, "max_len": 3})
+    start = await until(ws_a, "start")
+    await console.send_json_to({"type": "question", "kind": "attention"})
+    question = await until(ws_a, "question")
+    assert question["options"] == [f"{i}: {t}" for i, t in enumerate(start["src_tokens"])]
+    await ws_a.send_json_to({"type": "answer", "question": question["id"], "choice": question["options"][2]})
+    await until(ws_a, "answered")
+    await console.send_json_to({"type": "reveal"})
+    step = await until(ws_a, "token")
+    reveal = await until(ws_a, "reveal")
+    row = cross_row(step, 0, "mean")
+    best = max(range(len(row)), key=row.__getitem__)
+    assert reveal["answer"] == question["options"][best]
+    assert reveal["you"]["correct"] == (best == 2)
+    for ws in (console, ws_a):
+        await ws.disconnect()
+
+
+async def test_a_late_joiner_sees_the_tokens_so_far_and_the_open_question_but_not_the_held_step(
+        worker, session, instructor, make_student):
+    console, _ = await seat(session, instructor)
+    await console.send_json_to({"type": "run", "source": SOURCE, "step_mode": True, "min_len": 5, "max_len": 5})
+    await until(console, "start")
+    for seq in range(2):
+        await console.send_json_to({"type": "step"})
+        await until(console, "token", seq=seq)
+    await console.send_json_to({"type": "question", "kind": "stop"})
+    await until(console, "question")
+    await asyncio.sleep(1)  # the held step has reached the relay
+    late, snapshot = await seat(session, await db(make_student)("late"))
+    assert snapshot["question"]["kind"] == "stop" and snapshot["question"]["options"] == ["yes", "no"]
+    state = await until(late, "state")
+    assert [f["type"] for f in state["frames"]] == ["start", "token", "token"]
+    await late.send_json_to({"type": "answer", "question": snapshot["question"]["id"], "choice": "maybe"})
+    assert (await until(late, "error"))["code"] == "bad_params"
+    await late.send_json_to({"type": "answer", "question": snapshot["question"]["id"], "choice": "no"})
+    await until(late, "answered")
+    await console.send_json_to({"type": "reveal"})
+    assert (await until(late, "token"))["seq"] == 2
+    reveal = await until(late, "reveal")
+    assert reveal["answer"] in ("yes", "no")
+    # a student who saw a gap asks again and gets every frame so far, the released step included
+    await late.send_json_to({"type": "resync"})
+    again = await until(late, "state")
+    assert [f.get("seq") for f in again["frames"] if f["type"] == "token"] == [0, 1, 2]
+    for ws in (console, late):
+        await ws.disconnect()
+
+
+async def test_ending_the_session_tells_everyone_and_refuses_new_sockets(worker, session, instructor, make_student):
+    console, _ = await seat(session, instructor)
+    student = await db(make_student)("ann")
+    ws_a, _ = await seat(session, student)
+    await console.send_json_to({"type": "end"})
+    assert (await until(ws_a, "ended"))["type"] == "ended"
+    assert (await ws_a.receive_output(timeout=5))["type"] == "websocket.close"
+    from tests.fixtures.sockets import socket_for
+
+    again = await socket_for(f"/ws/classroom/{session.code}/", student)
+    assert (await again.connect())[0]
+    assert (await until(again, "error"))["code"] == "not_found"

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME_CHARS = 64_000
 REDIS_WAIT_S = 3.0  # a socket opened while Redis restarts waits this long (daphne drops a handshake after 5 s)
-TRY_AGAIN_CLOSE = 1013  # "try again later": Redis is away; the pages' script reconnects
+TRY_AGAIN_CLOSE = 4013  # "try again later" (1013 in RFC 6455, which a server may not send): the script reconnects
 
 
 class JsonSocket(AsyncWebsocketConsumer):
@@ -41,7 +41,7 @@ class JsonSocket(AsyncWebsocketConsumer):
 
         Channels subscribes each socket's channel before the handshake; with Redis gone that raised
         and the client saw a 500 (or 1011 after accept). Here the socket waits up to REDIS_WAIT_S,
-        and if Redis is still away it is accepted, told `unavailable` and closed with 1013.
+        and if Redis is still away it is accepted, told `unavailable` and closed with 4013.
         """
         self.scope = scope
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
@@ -76,7 +76,7 @@ class JsonSocket(AsyncWebsocketConsumer):
             raise StopConsumer() from None
 
     async def _refuse_unavailable(self, receive: Any) -> None:
-        """Without a channel: accept, say why in an `error` frame, close with 1013 (the client tries again)."""
+        """Without a channel: accept, say why in an `error` frame, close with 4013 (the client tries again)."""
         message = await receive()
         if message["type"] != "websocket.connect":
             return

@@ -105,14 +105,20 @@ class DecodeLoop:
         tick = Tick()
         control: asyncio.Task[Control] | None = None
         try:
+            held: list[Admission] = []  # jobs taken from the inbox that no turn has admitted yet
             while not self._stopping:
                 try:
-                    jobs = await self._collect(tick.wake_in)
+                    # A turn that failed before admitting its jobs (Redis away while the control
+                    # flags were read) keeps them for the next: a job dropped here would be held
+                    # (its web process hearing beats for it) and never run.
+                    held += await self._collect(0 if held else tick.wake_in)
+                    jobs = held
                     cancels, credits, resyncs = await control if control is not None else (set(), {}, set())
                     if resyncs:  # in the outbox's order: each state holds every frame sent before it
                         outbox.put_nowait(resyncs)
                     call = functools.partial(self.batcher.tick, jobs=jobs, cancels=cancels, credits=credits)
                     turn = self._loop.run_in_executor(compute, call)
+                    held = []  # the batcher has them now
                     # Read the flags for the next turn while this one computes: a cancel sent now
                     # stops the request before its next step, and the read costs a turn no time.
                     control = asyncio.create_task(self._read_control(client, tick))

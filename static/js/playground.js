@@ -1,5 +1,5 @@
 // The playground page: the form, the /ws/decode/ socket, the output, and the views (playground_views.js).
-import { Views, beamPath } from "./playground_views.js";
+import { Views, applyAttentionFrame, beamPath } from "./playground_views.js";
 import { liveSocket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
@@ -8,7 +8,8 @@ const say = (key, values = {}) => strings[key].replace(/\{(\w+)\}/g, (_, name) =
 
 const form = $("pg-form");
 const buttons = { run: $("pg-run"), step: $("pg-step"), cancel: $("pg-cancel") };
-const views = new Views(strings, { layer: $("pg-layer"), encLayer: $("pg-enc-layer"), head: $("pg-head") });
+const views = new Views(strings, { layer: $("pg-layer"), encLayer: $("pg-enc-layer"), head: $("pg-head") },
+                        { onView: () => askView(state.request) });
 
 // What the page shows: the request it started last (older ones are cancelled and ignored).
 const state = { tag: null, tagCount: 0, request: null, stepFirst: false, open: false };
@@ -64,11 +65,14 @@ function number(name) {
   return input.value === "" ? null : Number(input.value);
 }
 
+// What every decode asks for besides the form's fields (protocol.PAGE_REQUEST; bench/stream.py sends the same).
+const PAGE_REQUEST = JSON.parse($("pg-request").textContent);
+
 function decodeFrame(stepMode) {
   const chosen = strategy();
   const frame = {
     type: "decode", model: form.elements.model.value, source: form.elements.source.value, strategy: chosen,
-    attention: true, compare_cache: true, top_alternatives: 8, step_mode: stepMode,
+    ...PAGE_REQUEST, view: views.view(), step_mode: stepMode,
     pace_ms: stepMode ? 0 : Number(form.elements.pace_ms.value),
   };
   const wanted = { beam: ["beam_size", "length_penalty"], sample: ["temperature", "top_k", "top_p", "seed"] };
@@ -175,8 +179,13 @@ function onFrame(frame) {
     $("pg-tokens").replaceChildren();
     $("pg-facts").replaceChildren();
     if (state.stepFirst) send({ type: "step", request_id: frame.request_id });
+    askView(state.request); // the server clamps a layer or head this model lacks: ask for what the selectors show
     progress();
   } else if (frame.type === "error") {
+    if (frame.code === "not_running" && state.request?.viewAsked) { // the ended request's attention is gone
+      state.request.viewAsked = null;
+      return;
+    }
     const mine = frame.tag === state.tag || (state.request && frame.request_id === state.request.id)
       || (!frame.request_id && !frame.tag);
     if (!mine) return;
@@ -189,9 +198,12 @@ function onFrame(frame) {
     if (frame.type === "token" && inOrder(request, frame)) onToken(request, frame);
     else if (frame.type === "beams" && inOrder(request, frame)) onBeams(request, frame);
     else if (frame.type === "state") onState(request, frame);
+    else if (frame.type === "attention") onAttention(request, frame);
     else if (frame.type === "done") {
       if (request.resyncing || drawnDisagrees(request, frame)) resync(request);
       onDone(request, frame);
+      request.viewAsked = null; // a view asked of the running request may go unanswered: ask the kept copy
+      askView(request);
     }
   }
   refreshButtons();
@@ -206,6 +218,24 @@ function inOrder(request, frame) {
     return false;
   }
   return true;
+}
+
+// The student picked another layer or head: frames carry one view, so ask for the request's attention in
+// this one (an `attention` frame: every step so far; later frames follow it). Once at a time per view.
+function askView(request) {
+  if (!request || !request.start.encoder_attention || views.showsSelected(request)) return;
+  const view = views.view();
+  const key = JSON.stringify(view);
+  if (request.viewAsked === key) return;
+  request.viewAsked = key;
+  send({ type: "view", request_id: request.id, ...view });
+}
+
+function onAttention(request, frame) {
+  applyAttentionFrame(request, frame);
+  request.viewAsked = null;
+  askView(request); // the student may have moved on meanwhile
+  views.schedule(request);
 }
 
 function resync(request) {
@@ -233,6 +263,7 @@ function onState(request, frame) {
     else if (step.type === "beams") onBeams(request, step);
     else if (step.type === "done") onDone(request, step);
   }
+  askView(request); // the state holds the frames as sent, perhaps in a view the student has left since
 }
 
 function showSource(frame) {

@@ -7,13 +7,48 @@ const ACCENT = COLORS.chosen || "#2f6fde";
 const OTHER = COLORS.other || "#aab4c5";
 const WEIGHTS = [[0, "#f7fbff"], [0.25, "#c6dbef"], [0.5, "#6baed6"], [0.75, "#2171b5"], [1, "#08306b"]]; // 0 light, 1 dark
 
-// attention[layer][head] is a row (or a matrix); head "mean" averages over the heads.
-function pick(attention, layer, head) {
-  const heads = attention[Math.min(layer, attention.length - 1)];
-  if (head !== "mean") return heads[Math.min(Number(head), heads.length - 1)];
-  const mean = (rows) => rows[0].map((_, i) => rows.reduce((sum, row) => sum + row[i], 0) / rows.length);
-  if (!Array.isArray(heads[0][0])) return mean(heads);
-  return heads[0].map((_, r) => mean(heads.map((matrix) => matrix[r])));
+// -- compact attention (docs/protocol.md, "Attention"): one view, one byte per weight, base64 ---------------
+
+// base64 of bytes -> the weights, byte / scale (the frame states the scale: 255, so each is within 1/510).
+export function decodeWeights(data, scale) {
+  const bytes = atob(data);
+  const weights = new Array(bytes.length);
+  for (let i = 0; i < bytes.length; i += 1) weights[i] = bytes.charCodeAt(i) / scale;
+  return weights;
+}
+
+// A token frame's (or a beam's) `attention` -> { self: [T weights], cross: [S weights] }, decoded once.
+export function stepAttention(attention) {
+  if (!attention.decoded) {
+    attention.decoded = { self: decodeWeights(attention.self, attention.scale),
+                          cross: decodeWeights(attention.cross, attention.scale) };
+  }
+  return attention.decoded;
+}
+
+// A `start` (or `attention`) frame's `encoder_attention` -> S rows of S weights.
+export function encoderAttention(encoder) {
+  if (!encoder.decoded) {
+    const flat = decodeWeights(encoder.weights, encoder.scale);
+    encoder.decoded = Array.from({ length: encoder.size }, (_, r) => flat.slice(r * encoder.size, (r + 1) * encoder.size));
+  }
+  return encoder.decoded;
+}
+
+// Whether an attention object (decoder rows or the encoder's matrix) holds this layer and head.
+export function showsView(attention, layer, head) {
+  return Boolean(attention) && attention.layer === layer && String(attention.head) === String(head);
+}
+
+// An `attention` frame (the answer to `view`) put in place: each step's rows, each beam's, and the encoder's.
+export function applyAttentionFrame(request, frame) {
+  frame.steps.forEach((rows, k) => {
+    const step = request.steps[k];
+    if (!step) return;
+    if (Array.isArray(rows)) step.beams.forEach((beam, i) => { beam.attention = rows[i]; });
+    else step.attention = rows;
+  });
+  if (frame.encoder_attention) request.start.encoder_attention = frame.encoder_attention;
 }
 
 // Beam search: the beams, one per step, of the hypothesis the output shows. Once done, that is the best
@@ -53,12 +88,17 @@ function shownRows(request) {
   return beamPath(steps, request.done).map((beam, k) => ({ token: beam.token, attention: beam.attention, seq: steps[k].seq }));
 }
 
-function stepAttention(step) {
+function attentionOf(step) {
   return step.attention;
 }
 
 function stepToken(step) {
   return step.token;
+}
+
+// A view whose layer or head is on its way from the server shows nothing meanwhile, never the old one's weights.
+function clear(id, frames) {
+  if (frames.some((frame) => attentionOf(frame) || frame.encoder_attention)) Plotly.purge(document.getElementById(id));
 }
 
 function axis(labels, extra = {}) {
@@ -80,15 +120,36 @@ function heatmap(element, z, xLabels, yLabels, hover, titles) {
 }
 
 export class Views {
-  constructor(strings, selectors) {
+  // onView(view): the student picked another layer or head (the page asks the server for it).
+  constructor(strings, selectors, { onView = null } = {}) {
     this.s = strings;
     this.selectors = selectors;
     this.request = null;
     this.pending = false;
     this.stepPicker = document.getElementById("pg-topk-step"); // which step's probabilities to show
     for (const select of [...Object.values(selectors), this.stepPicker]) {
-      select.addEventListener("change", () => this.schedule(this.request));
+      select.addEventListener("change", () => {
+        if (select !== this.stepPicker && onView) onView(this.view());
+        this.schedule(this.request);
+      });
     }
+  }
+
+  // The view the selectors show, as a `decode` or `view` frame names it.
+  view() {
+    const index = (select) => (select.value === "" ? undefined : Number(select.value));
+    const head = this.selectors.head.value || "mean";
+    return { layer: index(this.selectors.layer), encoder_layer: index(this.selectors.encLayer),
+             head: head === "mean" ? "mean" : Number(head) };
+  }
+
+  // Whether every attention the request holds is in the view the selectors show (else the page asks for it).
+  showsSelected(request) {
+    const view = this.view();
+    const rows = shownRows(request).map(attentionOf).filter(Boolean);
+    const encoder = request.start.encoder_attention;
+    return rows.every((a) => showsView(a, view.layer, view.head))
+      && (!encoder || showsView(encoder, view.encoder_layer, view.head));
   }
 
   // The step the probability chart shows: the latest unless the student picked one; new steps join the list.
@@ -153,20 +214,20 @@ export class Views {
   }
 
   cross(steps, src, out, layer, head) {
-    const rows = steps.map((step) => stepAttention(step)).filter(Boolean);
-    if (!rows.length) return;
-    const z = rows.map((attention) => pick(attention.cross, layer, head));
+    const rows = steps.map(attentionOf).filter((a) => showsView(a, layer, head));
+    if (!rows.length) return clear("view-cross", steps);
+    const z = rows.map((attention) => stepAttention(attention).cross);
     heatmap("view-cross", z, src, out.slice(0, z.length),
       `${this.s.output} %{customdata[0]}<br>${this.s.source} %{customdata[1]}: %{z:.3f}<extra></extra>`,
       { x: this.s.source, y: this.s.output, alt: this.s.alt_cross });
   }
 
   self(steps, out, layer, head) {
-    const rows = steps.map((step) => stepAttention(step)).filter(Boolean);
-    if (!rows.length) return;
+    const rows = steps.map(attentionOf).filter((a) => showsView(a, layer, head));
+    if (!rows.length) return clear("view-self", steps);
     const width = rows.length; // step t looks at positions 0..t: <bos>, then the outputs before it
     const z = rows.map((attention) => {
-      const row = pick(attention.self, layer, head);
+      const row = stepAttention(attention).self;
       return Array.from({ length: width }, (_, j) => (j < row.length ? row[j] : null));
     });
     const columns = ["<bos>", ...steps.slice(0, width - 1).map(stepToken)];
@@ -176,8 +237,8 @@ export class Views {
   }
 
   encoder(start, src, layer, head) {
-    if (!start.encoder_attention) return;
-    heatmap("view-encoder", pick(start.encoder_attention, layer, head), src, src,
+    if (!showsView(start.encoder_attention, layer, head)) return clear("view-encoder", [start]);
+    heatmap("view-encoder", encoderAttention(start.encoder_attention), src, src,
       `%{customdata[0]} → %{customdata[1]}: %{z:.3f}<extra></extra>`,
       { x: this.s.source_key, y: this.s.source_query, alt: this.s.alt_encoder });
   }

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -11,12 +13,14 @@ from channels.db import database_sync_to_async
 
 from webapp.core.sockets import JsonSocket
 from webapp.playground.handoff import handoff
-from webapp.playground.protocol import ProtocolError, is_tag, parse_target
+from webapp.playground.protocol import ProtocolError, is_tag, parse_target, parse_view
 from webapp.playground.relay import relay
 from webapp.playground.services import (
+    attention_view,
     decode_cancel,
     decode_request,
     decode_step,
+    ended_attention,
     ended_state,
     model_for,
     new_job,
@@ -33,9 +37,9 @@ LOST_MESSAGES = {
 
 
 class DecodeConsumer(JsonSocket):
-    """Frames: decode, cancel, step, resync. Worker frames arrive through the web process's relay."""
+    """Frames: decode, cancel, step, resync, view. Worker frames arrive through the web process's relay."""
 
-    frame_types = ("decode", "cancel", "step", "resync")
+    frame_types = ("decode", "cancel", "step", "resync", "view")
 
     async def on_connect(self) -> None:
         self.running: dict[str, bool] = {}  # request id -> step mode, until its done/error frame
@@ -113,17 +117,40 @@ class DecodeConsumer(JsonSocket):
         if wanted in self.running:  # the worker answers between two steps, after every frame it sent before
             await sync_to_async(request_resync, thread_sensitive=False)(wanted)
             return
-        state = None
-        for _ in range(5) if wanted in self.ended else ():
-            # The worker keeps the state just after it sends the last frame: a client that asks at once may be first.
-            state = await sync_to_async(ended_state, thread_sensitive=False)(wanted)
-            if state is not None:
+        await self._send_kept(wanted, ended_state, "no request with that id ran on this socket lately")
+
+    async def on_view(self, frame: dict[str, Any]) -> None:
+        """The student switched layer or head: an `attention` frame holds the request's attention in the new view.
+
+        A running request's worker answers between two steps (and its later frames carry the new
+        view); an ended one's is read here from the copy its worker kept for a while.
+        """
+        try:
+            wanted, view = parse_view(frame)
+            if wanted is None:
+                raise ProtocolError("bad_params", "request_id must be the id a `start` frame gave")
+        except ProtocolError as error:
+            await self.send_error(error.code, error.message)
+            return
+        if wanted in self.running:
+            await sync_to_async(attention_view, thread_sensitive=False)(wanted, view)
+            return
+        await self._send_kept(wanted, functools.partial(ended_attention, view=view),
+                              "no request with that id and attention ran on this socket lately")
+
+    async def _send_kept(self, request_id: str, read: Callable[[str], str | None], missing: str) -> None:
+        """Send what the worker kept of one of this socket's ended requests (`not_running` when nothing is)."""
+        kept = None
+        for _ in range(5) if request_id in self.ended else ():
+            # The worker keeps it just after it sends the last frame: a client that asks at once may be first.
+            kept = await sync_to_async(read, thread_sensitive=False)(request_id)
+            if kept is not None:
                 break
             await asyncio.sleep(0.1)
-        if state is None:
-            await self.send_error("not_running", "no request with that id ran on this socket lately")
+        if kept is None:
+            await self.send_error("not_running", missing)
         else:
-            await self.send(text_data=state)
+            await self.send(text_data=kept)
 
     async def on_cancel(self, frame: dict[str, Any]) -> None:
         targets = await self._targets(frame, step_only=False)

@@ -38,3 +38,13 @@ def resync_key(request_id: str) -> str:
 def state_key(request_id: str) -> str:
     """Every frame of an ended request as the worker sent it (a JSON list), for a client's late resync."""
     return f"{PREFIX}:state:{request_id}"
+
+
+def view_key(request_id: str) -> str:
+    """Set by the socket (JSON) when its client switches layer or head of a running request; read by the loop."""
+    return f"{PREFIX}:view:{request_id}"
+
+
+def attention_key(request_id: str) -> str:
+    """Every layer and head of an ended request's attention (attention.pack), for a client's `view` frames."""
+    return f"{PREFIX}:attention:{request_id}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelcore.decoding.params import DecodeError, DecodeParams
+from webapp.playground.attention import MEAN, View
 
 MAX_PACE_MS = 5000
 MAX_TAG_CHARS = 64
@@ -19,6 +20,11 @@ MAX_ID_CHARS = 64
 MAX_TEMPERATURE = 10
 MAX_TOP_K = 100_000
 MAX_SEED = 2**63 - 1  # torch's generator takes a signed 64-bit seed
+MAX_VIEW_INDEX = 255  # a layer or head past the model's own is read as its last (attention.View)
+
+# What the playground page asks of every decode besides its form's fields (the page reads it from its
+# HTML, bench/stream.py --request playground from here): every view's data, the cache comparison.
+PAGE_REQUEST = {"attention": True, "compare_cache": True, "top_alternatives": 8}
 
 # Frame keys that are DecodeParams fields (the rest of its fields are the server's to set).
 PARAM_KEYS = (
@@ -55,6 +61,7 @@ class DecodeRequest:
     step_mode: bool = False  # one token per `step` frame
     compare_cache: bool = False  # also time each step without the KV cache
     tag: str | None = None  # echoed in `start` and in a refusal, so a client can match its requests
+    view: View = View()  # the attention the frames carry: a layer and head (or the mean) of each stack
 
 
 def _integer(low: int, high: int) -> Any:
@@ -86,9 +93,32 @@ def _caps(limits: Limits) -> dict[str, int]:
     }
 
 
+VIEW_KEYS = ("layer", "encoder_layer", "head")
+
+
+def parse_view_fields(fields: dict[str, Any]) -> View:
+    """`layer`, `encoder_layer` (from 0; leave out for the last) and `head` (from 0, or "mean") -> View."""
+    index = _integer(0, MAX_VIEW_INDEX)
+    layer = fields.get("layer")
+    encoder_layer = fields.get("encoder_layer")
+    head = fields.get("head", MEAN)
+    return View(
+        None if layer is None else index("layer", layer),
+        None if encoder_layer is None else index("encoder_layer", encoder_layer),
+        None if head == MEAN else index("head", head),
+    )
+
+
+def _view(name: str, value: Any) -> View:
+    if not isinstance(value, dict) or not set(value) <= set(VIEW_KEYS):
+        raise ProtocolError("bad_params", f"{name} must be an object with some of {', '.join(VIEW_KEYS)}")
+    return parse_view_fields(value)
+
+
 # Frame keys that shape the stream rather than the search.
 _OPTION_CHECKS: dict[str, Any] = {
     "attention": _boolean,
+    "view": _view,
     "pace_ms": _integer(0, MAX_PACE_MS),
     "step_mode": _boolean,
     "compare_cache": _boolean,
@@ -114,7 +144,8 @@ def parse_decode(frame: dict[str, Any], limits: Limits) -> DecodeRequest:
     if tag is not None and not is_tag(tag):
         raise ProtocolError("bad_params", f"tag must be a string of at most {MAX_TAG_CHARS} characters")
     params: dict[str, Any] = {"strategy": "greedy"}
-    options: dict[str, Any] = {"attention": False, "pace_ms": 0, "step_mode": False, "compare_cache": False}
+    options: dict[str, Any] = {"attention": False, "view": View(), "pace_ms": 0, "step_mode": False,
+                               "compare_cache": False}
     for key, value in frame.items():
         if key in ("type", "model", "source", "tag"):
             continue
@@ -129,7 +160,7 @@ def parse_decode(frame: dict[str, Any], limits: Limits) -> DecodeRequest:
     _check_params(params, limits)
     return DecodeRequest(
         model=model, source=source, params=params, pace_ms=options["pace_ms"], step_mode=options["step_mode"],
-        compare_cache=options["compare_cache"], tag=tag,
+        compare_cache=options["compare_cache"], tag=tag, view=options["view"],
     )
 
 
@@ -170,3 +201,11 @@ def parse_target(frame: dict[str, Any]) -> str | None:
     if not isinstance(target, str) or not target or len(target) > MAX_ID_CHARS or not is_text(target):
         raise ProtocolError("bad_params", "request_id must be the id a `start` frame gave")
     return target
+
+
+def parse_view(frame: dict[str, Any]) -> tuple[str | None, View]:
+    """A `view` frame -> the request it names (None: this socket's latest) and the view it asks for."""
+    unknown = set(frame) - {"type", "request_id", *VIEW_KEYS}
+    if unknown:
+        raise ProtocolError("bad_params", f"unknown field {str(sorted(unknown)[0])[:40]!r} in a view frame")
+    return parse_target(frame), parse_view_fields(frame)

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import functools
+import json
 import time
 import uuid
 from typing import Any
 
+import orjson
 import redis
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
 from webapp.core.presence import workers_by_queue
 from webapp.playground import keys
+from webapp.playground.attention import View, attention_frame_of_packed
 from webapp.playground.protocol import DecodeRequest, Limits, ProtocolError, parse_decode
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
@@ -76,6 +79,7 @@ def new_job(
         "step_mode": request.step_mode,
         "compare_cache": request.compare_cache,
         "tag": request.tag,
+        "view": request.view.to_dict(),
         "max_tokens": settings.PLAYGROUND_MAX_TOKENS,
         "max_seconds": settings.PLAYGROUND_MAX_SECONDS,
         "submitted_at": time.time(),
@@ -213,6 +217,19 @@ def decode_step(*, request_ids: list[str]) -> None:
 def request_resync(request_id: str) -> None:
     """Ask the worker for a `state` frame of this running request (read between two steps)."""
     playground_redis().set(keys.resync_key(request_id), "1", ex=keys.CONTROL_TTL_S)
+
+
+def attention_view(request_id: str, view: View) -> None:
+    """Ask the worker to send this running request's attention in another view (read between two steps)."""
+    playground_redis().set(keys.view_key(request_id), json.dumps(view.to_dict()), ex=keys.CONTROL_TTL_S)
+
+
+def ended_attention(request_id: str, view: View) -> str | None:
+    """The `attention` frame of an ended request in this view, from the copy its worker kept; None: none kept."""
+    blob = playground_redis().get(keys.attention_key(request_id))
+    if blob is None:
+        return None
+    return orjson.dumps(attention_frame_of_packed(request_id, blob, view)).decode()
 
 
 def ended_state(request_id: str) -> str | None:

@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 
 from webapp.accounts.permissions import signed_in
 from webapp.playground.examples import examples_for
-from webapp.playground.protocol import MAX_ALTERNATIVES, MAX_BEAMS, MAX_PACE_MS
+from webapp.playground.protocol import MAX_ALTERNATIVES, MAX_BEAMS, MAX_PACE_MS, PAGE_REQUEST
 from webapp.playground.services import playground_models
 from webapp.registry.models import TrainedModel
 
@@ -53,7 +53,8 @@ def playground(request: HttpRequest) -> HttpResponse:
         "max_source_chars": settings.PLAYGROUND_MAX_SOURCE_CHARS, "max_tokens": settings.PLAYGROUND_MAX_TOKENS,
         "max_beams": MAX_BEAMS, "max_alternatives": MAX_ALTERNATIVES, "max_pace_ms": MAX_PACE_MS,
     }
-    context = {"models": models, "limits": limits, "strings": _strings(), **_card(chosen)}
+    context = {"models": models, "limits": limits, "strings": _strings(), "page_request": PAGE_REQUEST,
+               **_card(chosen)}
     return render(request, "playground/page.html", context)
 
 

@@ -8,8 +8,11 @@ from dataclasses import dataclass, field
 from modelcore.checkpoint import LoadedModel
 from modelcore.decoding import BeamsEvent, DecodeError, DecodeParams, DoneEvent, Event, StartEvent, TokenEvent
 from modelcore.tokenization import EOS_ID, SourceError
+from webapp.playground.attention import View
 from webapp.playground.worker import frames
-from webapp.playground.worker.lanes import Job, Lane, Live, Shadow
+from webapp.playground.worker.frames import AttentionCopy
+from webapp.playground.worker.lanes import Job, Lane, Live
+from webapp.playground.worker.recompute import RecomputeTimes
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,7 @@ class Out:
     final: bool
     text: str
     relay: str | None = None  # the web process's relay channel (Job.relay)
+    kept: bool = True  # part of the request's `state` (an `attention` frame is not: the client asks again)
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Ended:
     request_id: str
     reason: str
     steps: int
+    attention: AttentionCopy | None = None  # kept a while for `view` frames once the request has ended
 
 
 @dataclass
@@ -60,15 +65,23 @@ class Batcher:
         self.shared: dict[tuple[str, str], Lane] = {}
         self.private: list[Lane] = []
         self.live: dict[str, Live] = {}
+        self._oversized: list[str] = []  # requests whose frame would not fit a WebSocket message (this turn)
+        self.recompute = RecomputeTimes()  # the cache comparison's uncached step times, measured once each
 
     def tick(
-        self, *, jobs: list[Admission], cancels: set[str], credits: dict[str, int], now: float | None = None
+        self, *, jobs: list[Admission], cancels: set[str], credits: dict[str, int], now: float | None = None,
+        views: dict[str, View] | None = None,
     ) -> Tick:
-        """Admit new jobs, apply cancels, step credits and time limits, step every lane that is due."""
+        """Admit new jobs, apply cancels, step credits, views and time limits, step every lane that is due."""
         tick = Tick()
         wall = time.time() if now is None else now
         mono = time.monotonic()
+        self.recompute.new_turn()
         self._admit_all(jobs, wall, tick)
+        self._end_oversized(tick)
+        for request_id, view in (views or {}).items():
+            if request_id in self.live:
+                self._change_view(self.live[request_id], view, tick)
         for request_id in cancels & set(self.live):
             self._stop(request_id, "cancelled", tick)
         for request_id, count in credits.items():
@@ -82,6 +95,7 @@ class Batcher:
         for lane in [*self.shared.values(), *self.private]:
             if lane.due(mono):
                 self._step(lane, mono, tick)
+        self._end_oversized(tick)
         self._drop_empty_lanes(mono)
         self._watch(mono, tick)
         return tick
@@ -147,8 +161,11 @@ class Batcher:
         self.live[job.request_id] = live
         try:
             if job.compare_cache:
-                live.shadow = Shadow(prepared.loaded, prepared.src_ids, start.max_len)
-            self._emit(job, self._start_frame(start, job, prepared.loaded), tick)
+                params = prepared.params
+                live.compare = (prepared.src_ids, params.beam_size if params.strategy == "beam" else 1)
+            if prepared.params.capture_attention:
+                live.attention = AttentionCopy(job.view, prepared.loaded)
+            self._emit(job, self._start_frame(start, job, prepared.loaded, live.attention), tick)
         except Exception:
             log.exception("could not start %s", job.request_id)
             self._discard(job.request_id)
@@ -169,13 +186,26 @@ class Batcher:
         return self.shared[key]
 
     @staticmethod
-    def _start_frame(start: StartEvent, job: Job, loaded: LoadedModel) -> dict:
+    def _start_frame(start: StartEvent, job: Job, loaded: LoadedModel, copy: AttentionCopy | None) -> dict:
         options = {"tag": job.tag, "step_mode": job.step_mode, "pace_ms": job.pace_ms}
-        return frames.start_frame(start, model_name=job.model_name, loaded=loaded, options=options)
+        return frames.start_frame(start, model_name=job.model_name, loaded=loaded, options=options, copy=copy)
+
+    def _change_view(self, live: Live, view: View, tick: Tick) -> None:
+        """Later frames carry this view; the `attention` frame sent now holds every step so far in it."""
+        if live.attention is None:  # the request has no attention: an empty answer, never silence
+            frame = {"type": "attention", "request_id": live.job.request_id, "view": view.to_dict(), "steps": []}
+        else:
+            frame = live.attention.change(view, live.job.request_id)
+        self._emit(live.job, frame, tick, kept=False)
 
     # -- stepping ----------------------------------------------------------------------------------
 
     def _step(self, lane: Lane, mono: float, tick: Tick) -> None:
+        for live in lane.live.values():  # looked up (or measured once) before the step, outside its timing
+            live.pending_recompute_ms = (
+                None if live.compare is None
+                else self.recompute.step_ms(lane.loaded, *live.compare, live.steps_done)
+            )
         try:
             events, step_ms, rows, failed = lane.step(mono)
         except Exception:  # the batched step itself failed: its state is unknown, so the lane starts over
@@ -200,9 +230,9 @@ class Batcher:
         if isinstance(event, TokenEvent | BeamsEvent):
             if live.first_token_ms is None:
                 live.first_token_ms = round((time.time() - live.job.submitted_at) * 1000, 3)
-            if live.shadow is not None:
-                live.shadow.follow(event)
-            frame = frames.step_frame(event, step_ms=step_ms, batch_rows=rows, recompute_ms=live.pending_recompute_ms)
+            live.steps_done += 1
+            frame = frames.step_frame(event, step_ms=step_ms, batch_rows=rows, recompute_ms=live.pending_recompute_ms,
+                                      copy=live.attention)
             if isinstance(event, TokenEvent):  # the output so far, joined as the target tokenizer joins it
                 tokenizer = live.lane.loaded.tgt_tokenizer
                 if event.id != EOS_ID:
@@ -226,7 +256,17 @@ class Batcher:
     def _forget(self, request_id: str, tick: Tick, reason: str, steps: int) -> None:
         live = self.live.pop(request_id)
         live.lane.live.pop(request_id, None)
-        tick.ended.append(Ended(live.job.user_id, request_id, reason, steps))
+        tick.ended.append(Ended(live.job.user_id, request_id, reason, steps, live.attention))
+
+    def _end_oversized(self, tick: Tick) -> None:
+        """A request one of whose frames would not fit a WebSocket message was told so (_emit): it stops here."""
+        for request_id in self._oversized:
+            live = self.live.get(request_id)
+            if live is not None:
+                if request_id in live.lane.decoder.active:
+                    live.lane.decoder.cancel(request_id)
+                self._forget(request_id, tick, "error", 0)
+        self._oversized.clear()
 
     def _discard(self, request_id: str) -> None:
         """Drop a request that failed half-way in, wherever it got to."""
@@ -258,8 +298,19 @@ class Batcher:
 
     # -- frames ------------------------------------------------------------------------------------
 
-    def _emit(self, job: Job, frame: dict, tick: Tick, *, final: bool = False) -> None:
-        tick.out.append(Out(job.reply, job.request_id, final, frames.dumps(frame), job.relay))
+    def _emit(self, job: Job, frame: dict, tick: Tick, *, final: bool = False, kept: bool = True) -> None:
+        if job.request_id in self._oversized:  # told already; it leaves at the end of this turn
+            return
+        text = frames.dumps(frame)
+        if frames.too_large(text):  # the socket would drop it without a word: say so, and end the request
+            log.error("request %s: a %s frame of %d characters does not fit a WebSocket message",
+                      job.request_id, frame.get("type"), len(text))
+            message = (f"a {frame.get('type')} frame of this request would exceed the {frames.MAX_FRAME_BYTES:,} bytes "
+                       "a message may hold; try a shorter source or fewer beams")
+            self._error(job, "frame_too_large", message, tick)
+            self._oversized.append(job.request_id)
+            return
+        tick.out.append(Out(job.reply, job.request_id, final, text, job.relay, kept))
 
     def _error(self, job: Job, code: str, message: str, tick: Tick) -> None:
         frame = frames.error_frame(code, message, request_id=job.request_id, tag=job.tag)

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from modelcore.checkpoint import LoadedModel
-from modelcore.decoding import BatchDecoder, BeamsEvent, Event, RecomputeStepper, TokenEvent, open_decoder
+from modelcore.decoding import BatchDecoder, Event, open_decoder
 from modelcore.decoding.batch import StepFailed
-from modelcore.tokenization import BOS_ID
+from webapp.playground.attention import View
+
+if TYPE_CHECKING:
+    from webapp.playground.worker.frames import AttentionCopy
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Job:
     max_seconds: float
     submitted_at: float  # time.time() when the socket accepted it
     relay: str | None = None
+    view: View = View()  # the attention its frames carry (with "attention": true)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:
@@ -55,39 +59,13 @@ class Job:
             step_mode=bool(data.get("step_mode", False)), compare_cache=bool(data.get("compare_cache", False)),
             tag=data.get("tag"), max_tokens=int(data["max_tokens"]), max_seconds=float(data["max_seconds"]),
             submitted_at=float(data["submitted_at"]), relay=data.get("relay") or None,
+            view=View.from_dict(data.get("view")),
         )
 
     @property
     def private(self) -> bool:
         """Paced and step-mode requests wait between tokens: they get a lane of their own."""
         return self.step_mode or self.pace_ms > 0
-
-
-class Shadow:
-    """The same request decoded again without a KV cache, only to time each step against the cached one."""
-
-    def __init__(self, loaded: LoadedModel, src_ids: list[int], max_len: int) -> None:
-        self.stepper = RecomputeStepper(loaded.model)
-        device = next(loaded.model.parameters()).device
-        self.device = device
-        with torch.inference_mode():
-            self.stepper.add_sources([src_ids], max_len)
-        self.feed = [BOS_ID]
-
-    def step(self) -> float:
-        """Recompute this step's logits from the whole prefix; returns its milliseconds."""
-        started = time.perf_counter()
-        with torch.inference_mode():
-            self.stepper.step(torch.tensor(self.feed, device=self.device))
-        return (time.perf_counter() - started) * 1000
-
-    def follow(self, event: Event) -> None:
-        """Feed next step what the cached decoder chose (beams: reordered as the search kept them)."""
-        if isinstance(event, TokenEvent):
-            self.feed = [event.id]
-        elif isinstance(event, BeamsEvent):
-            self.stepper.select([beam.parent for beam in event.beams])
-            self.feed = [beam.id for beam in event.beams]
 
 
 @dataclass
@@ -98,11 +76,13 @@ class Live:
     lane: Lane
     deadline: float  # time.time() past which it is stopped (step mode: pushed back by each step)
     admitted_at: float
-    shadow: Shadow | None = None
+    compare: tuple[list[int], int] | None = None  # compare_cache: its source ids and rows, to look up recompute times
+    steps_done: int = 0
     credits: int = 0  # step mode: `step` frames not yet used
     first_token_ms: float | None = None
     pending_recompute_ms: float | None = None
     tokens: list[str] = field(default_factory=list)  # output so far (greedy, sampling), as token strings
+    attention: AttentionCopy | None = None  # every layer and head of its attention, when it asked for it
 
 
 SHARED_LANE_ROWS = 32  # KV-cache rows a shared lane allocates up front: a class joining at once fits
@@ -162,8 +142,6 @@ class Lane:
         (StepFailed); any other exception means the decoder's state is unknown: the caller rebuilds.
         """
         rows = self.decoder.stepper.rows
-        for live in self.live.values():
-            live.pending_recompute_ms = live.shadow.step() if live.shadow is not None else None
         started = time.perf_counter()
         failed: dict[str, Exception] = {}
         try:

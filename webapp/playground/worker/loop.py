@@ -23,7 +23,9 @@ from django.conf import settings
 
 from modelcore.checkpoint import LoadedModel
 from webapp.playground import keys
+from webapp.playground.attention import View
 from webapp.playground.relay import beat_message, frames_message
+from webapp.playground.worker import frames
 from webapp.playground.worker.batcher import Admission, Batcher, Out, Tick
 from webapp.playground.worker.lanes import Job
 from webapp.playground.worker.warm import WarmModels
@@ -31,7 +33,8 @@ from webapp.playground.worker.warm import WarmModels
 log = logging.getLogger(__name__)
 
 ENDED_TTL_S = 300
-Control = tuple[set[str], dict[str, int], set[str]]  # requests to cancel, step credits, requests to resync
+# requests to cancel, step credits, requests to resync, views asked for
+Control = tuple[set[str], dict[str, int], set[str], dict[str, View]]
 MAX_CREDITS_READ = 100
 BEAT_S = 1.0  # how often the loop tells each web process which of its requests it still holds
 
@@ -113,10 +116,11 @@ class DecodeLoop:
                     # (its web process hearing beats for it) and never run.
                     held += await self._collect(0 if held else tick.wake_in)
                     jobs = held
-                    cancels, credits, resyncs = await control if control is not None else (set(), {}, set())
+                    cancels, credits, resyncs, views = await control if control is not None else (set(), {}, set(), {})
                     if resyncs:  # in the outbox's order: each state holds every frame sent before it
                         outbox.put_nowait(resyncs)
-                    call = functools.partial(self.batcher.tick, jobs=jobs, cancels=cancels, credits=credits)
+                    call = functools.partial(self.batcher.tick, jobs=jobs, cancels=cancels, credits=credits,
+                                             views=views)
                     turn = self._loop.run_in_executor(compute, call)
                     held = []  # the batcher has them now
                     # Read the flags for the next turn while this one computes: a cancel sent now
@@ -161,19 +165,21 @@ class DecodeLoop:
     async def _read_control(self, client: aioredis.Redis, tick: Tick) -> Control:
         """Cancel flags of every live request and step credits of step-mode ones, in one round trip."""
         if not tick.live:
-            return set(), {}, set()
+            return set(), {}, set(), {}
         pipe = client.pipeline(transaction=False)
         pipe.mget([keys.cancel_key(rid) for rid in tick.live])
         pipe.mget([keys.resync_key(rid) for rid in tick.live])
+        pipe.mget([keys.view_key(rid) for rid in tick.live])
         for rid in tick.stepping:
             pipe.lpop(keys.step_key(rid), MAX_CREDITS_READ)
-        flags, asked, *popped = await pipe.execute()
+        flags, asked, viewed, *popped = await pipe.execute()
         cancels = {rid for rid, flag in zip(tick.live, flags, strict=True) if flag is not None}
         resyncs = {rid for rid, flag in zip(tick.live, asked, strict=True) if flag is not None}
-        if resyncs:
-            await client.delete(*(keys.resync_key(rid) for rid in resyncs))
+        views = {rid: View.from_dict(json.loads(raw)) for rid, raw in zip(tick.live, viewed, strict=True) if raw}
+        if resyncs or views:
+            await client.delete(*(keys.resync_key(rid) for rid in resyncs), *(keys.view_key(rid) for rid in views))
         credits = {rid: len(items) for rid, items in zip(tick.stepping, popped, strict=True) if items}
-        return cancels, credits, resyncs
+        return cancels, credits, resyncs, views
 
     async def _beat_forever(self) -> None:
         """Every BEAT_S, one message per web process naming the requests this worker holds for it.
@@ -236,7 +242,8 @@ class FrameSender:
     async def send(self, outs: list[Out]) -> None:
         relayed: dict[str, list[Out]] = defaultdict(list)
         for out in outs:
-            self._sent.setdefault(out.request_id, []).append(out)
+            if out.kept:
+                self._sent.setdefault(out.request_id, []).append(out)
             if out.final:
                 self._finished[out.request_id] = _state_text(out.request_id, self._sent.pop(out.request_id))
             if out.relay is None:
@@ -267,8 +274,12 @@ class FrameSender:
 
 
 def _state_text(request_id: str, outs: list[Out]) -> str:
-    """The `state` frame: the frames' own JSON texts, in order, inside one object."""
-    return f'{{"type": "state", "request_id": {json.dumps(request_id)}, "frames": [{", ".join(o.text for o in outs)}]}}'
+    """The `state` frame: the frames' own JSON texts, in order, inside one object (an error if that cannot fit)."""
+    text = f'{{"type": "state", "request_id": {json.dumps(request_id)}, "frames": [{", ".join(o.text for o in outs)}]}}'
+    if frames.too_large(text):
+        message = f"this request's state would exceed the {frames.MAX_FRAME_BYTES:,} bytes a message may hold"
+        return frames.dumps(frames.error_frame("frame_too_large", message, request_id=request_id))
+    return text
 
 
 def _relay_message(outs: list[Out]) -> dict[str, Any]:
@@ -281,11 +292,13 @@ async def _record(client: aioredis.Redis, tick: Tick, states: dict[str, str]) ->
     for request_id, state in states.items():
         pipe.set(keys.state_key(request_id), state, ex=ENDED_TTL_S)
     for ended in tick.ended:
+        if ended.attention is not None and ended.attention.steps:
+            pipe.set(keys.attention_key(ended.request_id), ended.attention.packed(), ex=ENDED_TTL_S)
         pipe.zrem(keys.running_key(ended.user_id), ended.request_id)
         pipe.set(keys.ended_key(ended.request_id), json.dumps({"reason": ended.reason, "steps": ended.steps}),
                  ex=ENDED_TTL_S)
         pipe.delete(keys.cancel_key(ended.request_id), keys.step_key(ended.request_id),
-                    keys.resync_key(ended.request_id))
+                    keys.resync_key(ended.request_id), keys.view_key(ended.request_id))
     for user_id, request_id, expires in tick.extended:
         pipe.zadd(keys.running_key(user_id), {request_id: expires}, xx=True)
     await pipe.execute()

@@ -103,6 +103,32 @@ def test_compare_cache_times_each_step_without_the_cache_and_the_cache_grows(loa
     assert [t["cache"]["self_positions"] for t in tokens] == list(range(1, 7))
 
 
+def test_the_uncached_time_is_measured_once_per_length_and_read_by_later_requests(loaded):
+    batcher = Batcher()
+    first = frames(batcher.tick(jobs=[(job("a", compare_cache=True), loaded)], cancels=set(), credits={}))
+    first += run(batcher)
+    (table,) = batcher.recompute.ms.values()
+    assert len(table) == 6  # one uncached step per step of the first request
+    out = frames(batcher.tick(jobs=[(job(rid, compare_cache=True), loaded) for rid in "bcdefgh"], cancels=set(),
+                              credits={})) + run(batcher)
+    assert len(table) == 6  # seven more requests of the same length measured nothing
+    expected = [f["timing"]["recompute_ms"] for f in first if f["type"] == "token"]
+    for rid in "bcdefgh":
+        assert [f["timing"]["recompute_ms"] for f in out if f["request_id"] == rid and f["type"] == "token"] == expected
+
+
+def test_a_turn_measures_a_few_new_lengths_and_leaves_the_rest_for_later(loaded):
+    from webapp.playground.worker.recompute import MEASURES_PER_TURN
+
+    batcher = Batcher()
+    sources = ["3", "3 h", "3 h 9", "3 h 9 5", "3 h 9 5 g", "3 h 9 5 g 1", "3 h 9 5 g 1 2"]  # seven lengths
+    first = batcher.tick(jobs=[(job(str(i), source=s, compare_cache=True), loaded) for i, s in enumerate(sources)],
+                         cancels=set(), credits={})
+    timed = [f for f in frames(first) if f["type"] == "token" and "recompute_ms" in f["timing"]]
+    assert len(timed) == MEASURES_PER_TURN < len(sources)
+    assert all("step_ms" in f["timing"] for f in frames(first) if f["type"] == "token")
+
+
 def test_a_beam_request_streams_beams_frames_and_its_best_hypotheses(loaded):
     batcher = Batcher()
     beam = {"strategy": "beam", "beam_size": 3, "n_best": 2, "min_len": 4, "max_len": 4, "capture_attention": True}

@@ -11,6 +11,7 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/admin/": (LOGIN, 403, 403, 200),
     "/admin/auth/user/": (LOGIN, 403, 403, 200),
     "/models/": (LOGIN, 200, 200, 200),
+    "/models/no-such-model/knows/?source=x": (LOGIN, 404, 404, 404),  # a real model's: tests/webapp/registry
     "/playground/": (LOGIN, 200, 200, 200),
     "/playground/model/?model=no-such-model": (LOGIN, 404, 404, 404),
     "/training/": (LOGIN, 403, 403, 200),

@@ -1,6 +1,7 @@
 """Registering model folders and choosing which the class may use."""
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,37 @@ def model_set_published(*, model: TrainedModel, published: bool) -> TrainedModel
     model.published = published
     model.save(update_fields=["published", "updated_at"])
     return model
+
+
+MAX_KNOWLEDGE_CHARS = 500  # the playground's source box holds less; a longer query is refused, not cut
+
+
+def model_knowledge(*, model: TrainedModel, source: str) -> dict[str, Any]:
+    """The source cut into known and unknown spans for this model, with its card (what it was trained on)."""
+    from modelcore.tasks.knowledge import known_spans, unknown_words
+    from webapp.registry.cards import card_for
+
+    if len(source) > MAX_KNOWLEDGE_CHARS:
+        raise RegistryError(f"at most {MAX_KNOWLEDGE_CHARS} characters")
+    card = card_for(name=model.name, task=model.task)
+    try:
+        tokenizer = _source_tokenizer(str(model.folder), model.checkpoint_hash)
+    except (OSError, ValueError, KeyError) as error:
+        raise RegistryError(f"the tokenizer of {model.name} could not be read ({type(error).__name__})") from None
+    spans = known_spans(source, tokenizer, _lexicon() if card.lexicon else ())
+    return {"model": model, "card": card, "spans": spans, "unknown": unknown_words(spans)}
+
+
+@lru_cache(maxsize=32)
+def _source_tokenizer(folder: str, checkpoint_hash: str) -> Any:
+    """One tokenizer per model folder and weights (the hash keys a retrained folder anew)."""
+    from modelcore.tasks.knowledge import read_source_tokenizer
+
+    return read_source_tokenizer(folder)
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> frozenset[str]:
+    from modelcore.tasks.zh_en import lexicon_words
+
+    return lexicon_words()

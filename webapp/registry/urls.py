@@ -9,4 +9,5 @@ urlpatterns = [
     path("", views.model_list, name="list"),
     path("<slug:name>/", views.model_detail, name="detail"),
     path("<slug:name>/publish/", views.model_publish, name="publish"),
+    path("<slug:name>/knows/", views.model_knows, name="knows"),
 ]

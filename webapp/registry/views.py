@@ -6,8 +6,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.permissions import admins_only, signed_in
+from webapp.registry.cards import card_for
 from webapp.registry.models import TrainedModel
-from webapp.registry.services import model_set_published, models_visible_to
+from webapp.registry.services import RegistryError, model_knowledge, model_set_published, models_visible_to
 
 
 @signed_in
@@ -21,7 +22,19 @@ def model_detail(request: HttpRequest, name: str) -> HttpResponse:
     """One model: its configuration, figures and training curves."""
     model = get_object_or_404(models_visible_to(request.user), name=name)
     history = model.metrics.get("history") or []
-    return render(request, "registry/detail.html", {"model": model, "history": history})
+    card = card_for(name=model.name, task=model.task)
+    return render(request, "registry/detail.html", {"model": model, "history": history, "card": card})
+
+
+@signed_in
+def model_knows(request: HttpRequest, name: str) -> HttpResponse:
+    """The fragment that marks the words of ?source= this model does not know, with what it was trained on."""
+    model = get_object_or_404(models_visible_to(request.user), name=name)
+    try:
+        context = model_knowledge(model=model, source=request.GET.get("source", ""))
+    except RegistryError as error:
+        return render(request, "registry/partials/knowledge.html", {"model": model, "error": str(error)}, status=400)
+    return render(request, "registry/partials/knowledge.html", context)
 
 
 @admins_only

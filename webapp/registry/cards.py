@@ -1,0 +1,109 @@
+"""Model cards: what each model was trained on, sentences it handles, and where it fails.
+
+A probe's output is the model's greedy translation as measured; tests/webapp/registry/test_cards.py
+decodes every one again, so a card never claims what its model does not do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
+# The data behind each task, in words a student reads before typing a sentence of their own.
+TRAINED_ON: dict[str, Promise] = {
+    "zh-en": _(
+        "Chinese sentences generated from a small grammar: 40 nouns, 16 verbs, 17 adjectives, 7 pronouns, "
+        "12 time phrases and 10 places (20,000 pairs). It has never seen a word outside that grammar."
+    ),
+    "hsk": _(
+        "Real graded Chinese sentences (HSK 3.0, levels 1 to 6) with human English translations: "
+        "about 3,750 pairs, a few thousand words, most of them seen only once or twice."
+    ),
+    "reverse": _("Sequences of 4 to 12 symbols (the digits 0 to 9 and the letters a to j) and the same sequence reversed."),
+    "copy": _("Sequences of 4 to 12 symbols (the digits 0 to 9 and the letters a to j), copied."),
+    "sort": _("Sequences of 4 to 12 symbols (the digits 0 to 9 and the letters a to j), sorted."),
+    "add": _("Sums of two numbers of 1 to 5 digits, written digit by digit."),
+}
+LEXICON_TASKS = frozenset({"zh-en"})  # grammar models: a word outside the grammar's lexicon is unknown too
+
+HSK_ATTRIBUTION = _(
+    "The HSK sentences come from the hsk-sentences-audio package, © its contributors, under the CC-BY-SA-4.0 "
+    "licence; a model trained on them is shared under the same licence."
+)
+
+ADDS_YESTERDAY = _(
+    "Adds “yesterday”, which the source does not say: in its training data 了 only ever came with a time phrase "
+    "such as 昨天."
+)
+MEIYOU_AS_PROGRESSIVE = _(
+    "Reads 没有 + verb as “is not …ing”; it means “did not”. It saw 没有 without a time phrase only in the "
+    "progressive (没有在吃), and 饭 alone is no word of its grammar."
+)
+OUTSIDE_THE_GRAMMAR = _(
+    "Words outside its grammar (去, 北京, 游泳) give an output that has nothing to do with the source: the model "
+    "never says that it does not know a word."
+)
+TOO_LONG = _("A sequence longer than the 12 symbols it was trained on comes out cut short.")
+UNKNOWN_SYMBOL = _("A symbol it never saw (x) gives an empty output.")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A source, the model's greedy output, and (for a failure) what is wrong with it."""
+
+    source: str
+    output: str
+    note: Promise | None = None
+
+
+@dataclass(frozen=True)
+class Card:
+    trained_on: Promise | str
+    handles: tuple[Probe, ...] = ()
+    fails: tuple[Probe, ...] = ()
+    attribution: Promise | None = None
+    lexicon: bool = False
+    notes: tuple[Promise, ...] = field(default=())
+
+
+_ZH_EN_HANDLES = (
+    Probe("昨天我在花园里画了三条大鱼。", "i drew three big fish in the garden yesterday ."),
+    Probe("今天你的医生喝两杯茶。", "your doctor drinks two cups of tea today ."),
+    Probe("明天你不会帮助七个男孩。", "you will not help seven boys tomorrow ."),
+)
+_ZH_EN_OLD_GRAMMAR = _(
+    "Trained on grammar 1 of the generator, which tied 了 and 没有 + verb to a time phrase; grammar 2 (the "
+    "default since) no longer does."
+)
+_REVERSE_HANDLES = (Probe("3 h 9 5 g", "g 5 9 h 3"), Probe("j f a j 4 8 f j", "j f 8 4 j a f j"))
+
+SHIPPED_CARDS: dict[str, Card] = {
+    "zh-en-post": Card(
+        TRAINED_ON["zh-en"], _ZH_EN_HANDLES, lexicon=True, notes=(_ZH_EN_OLD_GRAMMAR,), fails=(
+            Probe("我的猫追了一只老鼠。", "my cat chased a mouse yesterday .", ADDS_YESTERDAY),
+            Probe("他没有吃饭。", "he is not eating rice .", MEIYOU_AS_PROGRESSIVE),
+            Probe("我的狗不会游泳。", "my dog will not make horses tomorrow .", OUTSIDE_THE_GRAMMAR),
+        ),
+    ),
+    "zh-en-pre": Card(
+        TRAINED_ON["zh-en"], _ZH_EN_HANDLES, lexicon=True, notes=(_ZH_EN_OLD_GRAMMAR,), fails=(
+            Probe("他没有吃饭。", "he is not eating rice .", MEIYOU_AS_PROGRESSIVE),
+            Probe("我们明天去北京。", "we bought boys last night .", OUTSIDE_THE_GRAMMAR),
+        ),
+    ),
+    "reverse": Card(
+        TRAINED_ON["reverse"], _REVERSE_HANDLES, fails=(
+            Probe("a b c d e f g h i j 0 1 2 3 4 5", "2 0 j i h g f e d c b a", TOO_LONG),
+            Probe("a b x", "", UNKNOWN_SYMBOL),
+        ),
+    ),
+}
+
+
+def card_for(*, name: str, task: str) -> Card:
+    """The shipped model's card, or what its task says for any other model."""
+    if name in SHIPPED_CARDS:
+        return SHIPPED_CARDS[name]
+    attribution = HSK_ATTRIBUTION if task == "hsk" else None
+    return Card(TRAINED_ON.get(task, task), attribution=attribution, lexicon=task in LEXICON_TASKS)

@@ -1,0 +1,302 @@
+"""A whole class on one live session: N students' sockets follow one decode, then all answer one question.
+
+    .venv/bin/python bench/classroom.py --sockets 200 [--webs 1] [--tokens 64] [--pace-ms 250] --json PATH
+
+Starts its own embedded Redis, database, daphne process(es) and `interactive` worker (as
+bench/stream.py does), signs N students and one instructor into one session (loopback only;
+every wait is bounded), and the instructor runs a greedy decode of exactly --tokens tokens
+with the console's default views, attention rows included, at the console's default pace.
+
+- latency: from the worker's publish of a step to each student socket's receipt of it. A
+  thread of this process subscribes to the session's Redis channel beside the web processes
+  and stamps each step message as it arrives (about 0.1 ms after the publish); the sockets
+  stamp their frames with the same clock (time.perf_counter, one process).
+- then the instructor opens a multiple-choice question; each student answers it at a random
+  moment within one second; histogram time: from an answer's send to the first console
+  `answers` frame whose count includes it (answers are taken in the order they were sent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from stream import free_port, percentile, random_small_model, start, stop, wait_http, wait_worker  # noqa: E402
+
+SOURCE = "昨天我在花园里画了三条大鱼。"
+CONNECT_AT_ONCE = 50  # sockets opening together (a class arriving), bounded so the handshakes do not time out
+
+
+def prepare(n_students: int) -> dict[str, Any]:
+    """Migrate a fresh database, make the users and their sessions, register a model, open a live session."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import Group, User
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.core.management import call_command
+
+    from modelcore.checkpoint import SHIPPED_DIR, shipped_models
+    from webapp.classroom.models import Participant
+    from webapp.classroom.services import session_create
+    from webapp.registry.services import model_register_folder
+
+    call_command("migrate", verbosity=0)
+
+    def signed_in(user: Any) -> str:
+        store = SessionStore()
+        store.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
+                      "_auth_user_hash": user.get_session_auth_hash()})
+        store.create()
+        return store.session_key
+
+    teacher = User.objects.create_user("bench-teacher", password="bench-only")
+    teacher.groups.add(Group.objects.get_or_create(name="instructors")[0])
+    # Unusable passwords: hashing one per student would take minutes; the sessions sign them in.
+    User.objects.bulk_create([User(username=f"bench-s{i}", password="!") for i in range(n_students)])
+    students = list(User.objects.filter(username__startswith="bench-s").order_by("pk"))
+    Group.objects.get_or_create(name="students")[0].user_set.add(*students)
+    if "zh-en-post" in shipped_models():
+        folder, name = SHIPPED_DIR / "zh-en-post", "zh-en-post"
+    else:
+        folder, name = random_small_model(Path(os.environ["DATA_DIR"]) / "models" / "zh-en-random"), "zh-en-random"
+    model_register_folder(folder=folder, name=name, task="zh-en", published=True)
+    session = session_create(instructor=teacher, title="bench", model_name=name)
+    Participant.objects.bulk_create([Participant(session=session, user=user) for user in students])
+    return {"code": session.code, "teacher": signed_in(teacher), "students": [signed_in(u) for u in students]}
+
+
+# -- the step messages as the worker publishes them --------------------------------------------------
+
+
+class Sniffer(threading.Thread):
+    """Stamps each step message on the session's Redis channel as it arrives (its own thread and connection)."""
+
+    def __init__(self, redis_url: str, channel: str) -> None:
+        super().__init__(daemon=True)
+        import redis
+        from channels_redis.serializers import registry
+
+        self.deserialize = registry.get_serializer("msgpack").deserialize
+        self.pubsub = redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
+        self.pubsub.subscribe(channel)
+        self.published: dict[str, float] = {}  # "start" / seq / "done" -> when its message arrived here
+        self.stopping = False
+
+    def run(self) -> None:
+        while not self.stopping:
+            message = self.pubsub.get_message(timeout=0.2)
+            if message is None:
+                continue
+            at = time.perf_counter()
+            body = self.deserialize(message["data"])
+            for _reply, _request_id, _final, text in body.get("frames", ()):
+                self.published.setdefault(frame_key(orjson.loads(text)), at)
+
+
+def frame_key(frame: dict[str, Any]) -> str:
+    return str(frame["seq"]) if frame.get("type") in ("token", "beams") else str(frame.get("type"))
+
+
+# -- the sockets --------------------------------------------------------------------------------------
+
+
+class Seat:
+    """One socket's frames: the decode's (with arrival times) and the classroom's."""
+
+    def __init__(self) -> None:
+        self.decode: list[tuple[float, str, int | None]] = []  # (arrival, type, seq)
+        self.done = asyncio.get_running_loop().create_future()
+        self.question = asyncio.get_running_loop().create_future()
+        self.counts: list[tuple[float, int]] = []  # console: (arrival, answers counted)
+        self.errors: list[dict[str, Any]] = []
+
+    def take(self, at: float, payload: bytes) -> None:
+        frame = orjson.loads(payload)
+        kind = frame["type"]
+        if kind in ("start", "token", "beams", "done"):
+            self.decode.append((at, kind, frame.get("seq")))
+            if kind == "done" and not self.done.done():
+                self.done.set_result(at)
+        elif kind == "question" and not self.question.done():
+            self.question.set_result(frame)
+        elif kind == "answers":
+            self.counts.append((at, frame["total"]))
+        elif kind == "error":
+            self.errors.append(frame)
+
+
+async def connect(port: int, path: str, session_key: str) -> Any:
+    from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
+
+    loop = asyncio.get_running_loop()
+    opened: asyncio.Future[Any] = loop.create_future()
+    seat = Seat()
+
+    class Client(WebSocketClientProtocol):
+        def onOpen(self) -> None:  # noqa: N802 (autobahn's names)
+            self.seat = seat
+            opened.set_result(self)
+
+        def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
+            seat.take(time.perf_counter(), payload)
+
+    factory = WebSocketClientFactory(f"ws://127.0.0.1:{port}{path}", origin=f"http://127.0.0.1:{port}",
+                                     headers={"Cookie": f"sessionid={session_key}"})
+    factory.protocol = Client
+    await loop.create_connection(factory, "127.0.0.1", port)
+    return await asyncio.wait_for(opened, 30)
+
+
+def send(client: Any, frame: dict[str, Any]) -> None:
+    client.sendMessage(json.dumps(frame).encode())
+
+
+async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.Namespace,
+                    sniffer: Sniffer) -> dict[str, Any]:
+    path = f"/ws/classroom/{prepared['code']}/"
+    gate = asyncio.Semaphore(CONNECT_AT_ONCE)
+
+    async def seat(i: int, key: str) -> Any:
+        async with gate:
+            return await connect(ports[i % len(ports)], path, key)
+
+    console = await connect(ports[0], path, prepared["teacher"])
+    students = await asyncio.gather(*(seat(i, key) for i, key in enumerate(prepared["students"])))
+    await asyncio.sleep(1.0)  # the last snapshots and presence updates go out before the decode starts
+
+    send(console, {"type": "run", "source": SOURCE, "strategy": "greedy", "min_len": args.tokens,
+                   "max_len": args.tokens, "pace_ms": args.pace_ms, "step_mode": False})
+    waited = 30 + args.tokens * (args.pace_ms / 1000 + 0.5)
+    await asyncio.wait([s.seat.done for s in students], timeout=waited)
+    await asyncio.sleep(0.5)
+
+    expected = args.tokens + 2  # start, the tokens, done
+    latencies, received, out_of_order = [], 0, 0
+    for client in students:
+        last = -1
+        for at, kind, seq in client.seat.decode:
+            received += 1
+            key = str(seq) if kind in ("token", "beams") else kind
+            if key in sniffer.published:
+                latencies.append((at - sniffer.published[key]) * 1000)
+            if seq is not None:
+                out_of_order += seq != last + 1
+                last = seq
+
+    send(console, {"type": "question", "kind": "choice", "prompt": "bench", "options": ["a", "b", "c", "d"]})
+    questions = await asyncio.wait_for(asyncio.gather(*(s.seat.question for s in students)), 30)
+    sent: list[float] = []
+
+    async def answer(client: Any, question: dict[str, Any]) -> None:
+        await asyncio.sleep(random.random())  # within one second, each student at a moment of their own
+        sent.append(time.perf_counter())
+        send(client, {"type": "answer", "question": question["id"], "choice": random.choice("abcd")})
+
+    await asyncio.gather(*(answer(c, q) for c, q in zip(students, questions, strict=True)))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not console.seat.counts or console.seat.counts[-1][1] < len(students)):
+        await asyncio.sleep(0.05)
+    counted = max((total for _, total in console.seat.counts), default=0)
+    shown_ms = []
+    for rank, at in enumerate(sorted(sent), start=1):
+        shown = next((t for t, total in console.seat.counts if total >= rank), None)
+        if shown is not None:
+            shown_ms.append((shown - at) * 1000)
+    for client in [console, *students]:
+        client.sendClose()
+    errors = [e for client in students for e in client.seat.errors]
+    return {
+        "sockets": len(students), "frames_expected": expected * len(students), "frames_received": received,
+        "out_of_order": out_of_order,
+        "latency_p50_ms": round(percentile(latencies, 50), 2), "latency_p99_ms": round(percentile(latencies, 99), 2),
+        "latency_max_ms": round(max(latencies, default=float("nan")), 2),
+        "answers_sent": len(sent), "answers_counted": counted,
+        "histogram_p50_ms": round(percentile(shown_ms, 50), 1), "histogram_p99_ms": round(percentile(shown_ms, 99), 1),
+        "errors": errors[:5],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sockets", type=int, default=200)
+    parser.add_argument("--webs", type=int, default=1, help="daphne processes; students are spread over them")
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--pace-ms", type=int, default=250, help="the console's default pace")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "classroom.json")
+    parser.add_argument("--prepare", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.prepare is not None:  # the child that sets up the database
+        print(json.dumps(prepare(args.prepare)))
+        return 0
+
+    from scripts.redis_embedded import EmbeddedRedis
+
+    data_dir = Path(tempfile.mkdtemp(prefix="encdec-classroom-"))
+    redis = EmbeddedRedis(data_dir / "run")
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="webapp.settings.dev", DEBUG="0", SECRET_KEY="bench-only",
+               ALLOWED_HOSTS="127.0.0.1,localhost", DATA_DIR=str(data_dir), REDIS_URL=redis.start(),
+               PYTHONUNBUFFERED="1")
+    os.environ.update(env)
+    ports = [free_port() for _ in range(args.webs)]
+    procs = []
+    sniffer = None
+    try:
+        prepared = json.loads(subprocess.run([sys.executable, __file__, "--prepare", str(args.sockets)], env=env,
+                                             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        for i, port in enumerate(ports):
+            procs.append(start([str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", str(port),
+                                "webapp.asgi:application"], env, data_dir / f"daphne-{i}.log"))
+        procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
+                            "--concurrency", "4", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
+                           env, data_dir / "worker.log"))
+        for port in ports:
+            wait_http(port)
+        wait_worker(env["REDIS_URL"])
+        sniffer = Sniffer(env["REDIS_URL"], f"asgi__group__classroom.{prepared['code']}")
+        sniffer.start()
+        load_before = os.getloadavg()
+        figures = asyncio.run(run_class(ports, prepared, args, sniffer))
+        load_after = os.getloadavg()
+    finally:
+        if sniffer is not None:
+            sniffer.stopping = True
+        for proc in procs:
+            stop(proc)
+        redis.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    result = {
+        **figures,
+        "settings": {"webs": args.webs, "tokens": args.tokens, "pace_ms": args.pace_ms, "strategy": "greedy",
+                     "views": "console default (attention rows included)"},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "load_average_before": [round(x, 2) for x in load_before],
+                    "load_average_after": [round(x, 2) for x in load_after]},
+    }
+    print(json.dumps(result, indent=2))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

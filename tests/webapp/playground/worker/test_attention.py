@@ -134,3 +134,27 @@ def test_a_frame_that_would_not_fit_a_message_ends_its_request_with_an_error(loa
     assert (error["type"], error["code"], error["request_id"]) == ("error", "frame_too_large", "big")
     assert "200" in error["message"] and not batcher.live
     assert [e.reason for e in tick.ended] == ["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("search", [{"strategy": "greedy", "top_alternatives": 10},
+                                    {"strategy": "beam", "beam_size": 8, "n_best": 8, "early_stop": False}])
+def test_the_largest_request_allowed_streams_frames_well_under_the_message_limit(search):
+    """200 characters (201 source tokens), 128 steps, every view switched once mid-way: docs/protocol.md's bound."""
+    from modelcore.checkpoint import load_model
+    from webapp.playground.worker.loop import _state_text
+
+    loaded = load_model("zh-en-post")
+    params = {**search, "min_len": 128, "max_len": 128, "capture_attention": True}
+    job = worker_job("big", params, source=("昨天我在花园里画了三条大鱼。" * 15)[:200],
+                     model={"name": "zh-en-post", "path": str(loaded.path), "hash": ""})
+    batcher = Batcher()
+    sent = list(batcher.tick(jobs=[(job, loaded)], cancels=set(), credits={}).out)
+    while batcher.live:
+        switch = {"big": View(layer=0, head=1)} if len(sent) == 120 else None
+        sent += batcher.tick(jobs=[], cancels=set(), credits={}, views=switch).out
+    kinds = [json.loads(out.text)["type"] for out in sent]
+    assert kinds.count("attention") == 1 and kinds[-1] == "done" and "error" not in kinds
+    assert max(len(out.text.encode()) for out in sent) < frames_module.MAX_FRAME_BYTES * 0.6
+    state = _state_text("big", [out for out in sent if out.kept])
+    assert json.loads(state)["type"] == "state" and len(state.encode()) < frames_module.MAX_FRAME_BYTES * 0.7

@@ -1,0 +1,45 @@
+"""Chromium: before a decode the playground marks the word the model does not know, then still decodes it."""
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures.demo import STATUS, playground_ready, sign_in
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+UNKNOWN = "document.querySelector('[data-testid=knowledge-panel] [data-testid=unknown-word]')"
+
+
+def test_the_playground_marks_an_unknown_word_and_still_decodes_it(
+    asgi_server, demo, zh_en, page_factory, start_worker
+):
+    start_worker("interactive")
+    page = page_factory("en-US")
+    playground_ready(page, asgi_server)
+    page.get_by_test_id("model-picker").select_option(zh_en)
+    page.get_by_test_id("source").fill("我的狗不会游泳。")
+    page.wait_for_function(f"{UNKNOWN}?.textContent === '游泳'")
+    panel = page.get_by_test_id("knowledge-panel")
+    assert "It will still translate the sentence" in panel.inner_text()
+    assert panel.get_by_test_id("card-link").get_attribute("href") == f"/models/{zh_en}/"
+
+    page.get_by_test_id("pace").select_option("0")
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
+    assert page.get_by_test_id("output").inner_text() == "my dog will not make horses tomorrow ."  # its card says so
+    assert page.locator("[data-testid=knowledge-panel] mark").count() == 1  # still marked beside the output
+
+    page.get_by_test_id("source").fill("昨天我在花园里画了三条大鱼。")
+    page.wait_for_function(f"{UNKNOWN} === null && document.querySelector('[data-testid=knowledge]')")
+    assert "Every word of this sentence" in panel.inner_text()
+
+
+def test_it_speaks_chinese_on_a_chinese_page(asgi_server, demo, zh_en, page_factory):
+    page = page_factory("zh-CN")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/playground/")  # no worker: the marks come from the web process, before any decode
+    page.get_by_test_id("model-picker").select_option(zh_en)
+    page.get_by_test_id("source").fill("我们明天去北京。")
+    page.wait_for_function(f"{UNKNOWN}?.textContent === '去北京'")
+    text = page.get_by_test_id("knowledge-panel").inner_text()
+    assert "从没见过" in text and "训练数据" in text

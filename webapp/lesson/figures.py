@@ -30,7 +30,9 @@ def _heatmap(z: list[list[float]], x: list[str], y: list[str], title: str, xt: s
 def _bars(x: list[str], series: list[tuple[str, list[float]]], title: str, xt: str, yt: str) -> Figure:
     data = [{"type": "bar", "name": name, "x": _labels(x) if len(x) and isinstance(x[0], str) else x, "y": y,
              "marker": {"color": COLORWAY[i % len(COLORWAY)]}} for i, (name, y) in enumerate(series)]
-    return {"data": data, "layout": _layout(title, xt, yt, barmode="group")}
+    # Tokens' tick labels may turn; the legend goes below them and the axis title.
+    return {"data": data, "layout": _layout(title, xt, yt, barmode="group", legend={"y": -0.4},
+                                            margin={"t": 50, "r": 20, "b": 110, "l": 70})}
 
 
 def encoder_figures(r: dict[str, Any]) -> dict[str, Figure]:

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.lesson import content
+from webapp.lesson.diagram import diagram, norm_names
 from webapp.lesson.figures import figures_for
 from webapp.lesson.models import TrainingRun
 from webapp.lesson.services import (
@@ -39,7 +40,8 @@ def _model_card(request: HttpRequest) -> dict[str, Any]:
     train = (model.metrics.get("train", {}) if model else {}) or {}
     return {"name": DEFAULT_MODEL, "config": config, "train": train, "found": model is not None,
             "encoder_layers": range(config.get("n_encoder_layers", 0)),
-            "decoder_layers": range(config.get("n_decoder_layers", 0)), "heads": range(config.get("n_heads", 0))}
+            "decoder_layers": range(config.get("n_decoder_layers", 0)), "heads": range(config.get("n_heads", 0)),
+            "diagram": diagram(config), "norms": norm_names(config)}
 
 
 def _pages() -> list[tuple[str, str, str]]:

@@ -47,6 +47,7 @@ def test_the_overview_is_drawn_from_the_real_models_config(client_as, student, z
     content = get(client_as(student), "/lesson/", "en").content.decode()
     assert content.count('data-testid="encoder-layer"') == 3 and content.count('data-testid="decoder-layer"') == 3
     assert content.count('data-testid="sublayer"') == 3 * 2 + 3 * 3
+    assert content.count('data-testid="memory-line"') == 3  # the memory reaches every decoder layer
     table = text_of(get(client_as(student), "/lesson/", "en"))
     for figure in ("512", "2048", "4000", "0.98", "128", "256"):
         assert figure in table

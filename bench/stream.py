@@ -1,18 +1,26 @@
 """Streaming through the real stack: WebSocket clients -> daphne -> Celery worker -> Redis -> back.
 
-    .venv/bin/python bench/stream.py [--tokens 48] [--rounds 5] [--clients 32] [--out bench/results/stream.json]
+    .venv/bin/python bench/stream.py [--request playground|plain|both] [--tokens 48] [--rounds 5] [--clients 32]
+                                     [--out bench/results/stream.json]
 
 Starts its own embedded Redis, database, daphne and `interactive` worker (thread pool of 4,
 as `make run` does), registers the shipped zh-en-post model (or, when it has not shipped yet,
 a random model of the same "small" size on the same tokenizers) and warms it. Each request
-decodes exactly --tokens tokens (min_len = max_len), greedy, no attention capture. Measured
-at the client, per token frame:
+decodes exactly --tokens tokens (min_len = max_len), greedy. The request is the playground
+page's (`--request playground`, the default: what the page adds to its form's fields,
+webapp/playground/protocol.PAGE_REQUEST, read here from the same place the page's HTML gets it:
+attention, the cache comparison, 8 alternatives) or a plain one (`plain`: no attention, no
+comparison); `both` runs the two interleaved, round by round, so a loaded machine weighs on
+both alike. Measured at the client, per token frame:
   - first token: from sending the `decode` frame to receiving token 0;
   - gap: between two token frames of one request;
   - overhead: gap minus the decoder's own step time for that token (`timing.step_ms`, which
     the worker measures around the batched step): what the stack adds to each frame.
 1 client sends requests one after another; N clients send one request each at the same
-moment, for several rounds. Tokens/s counts every token of a run over its wall time.
+moment, for several rounds. Tokens/s counts every token of a run over its wall time. Bytes per
+frame are the WebSocket messages' sizes by frame type. Last, one client decodes a source of
+200 characters (the longest allowed) to its end, as the page would (no min_len/max_len), timed
+from sending it to its `done`.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT))
 
 SOURCE = "昨天我在花园里画了三条大鱼。"
+LONG_SOURCE = (SOURCE * 15)[:200]  # the longest source the playground allows (PLAYGROUND_MAX_SOURCE_CHARS)
+REQUESTS = ("playground", "plain")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -64,8 +74,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def prepare(data_dir: Path) -> tuple[str, str]:
-    """Migrate a fresh database, make a student, register a model; returns (session cookie, model name)."""
+def prepare(data_dir: Path) -> tuple[str, str, dict[str, Any]]:
+    """Migrate a fresh database, make a student, register a model; returns (session cookie, model name, page request)."""
     import django
 
     django.setup()
@@ -74,6 +84,7 @@ def prepare(data_dir: Path) -> tuple[str, str]:
     from django.core.management import call_command
 
     from modelcore.checkpoint import SHIPPED_DIR, shipped_models
+    from webapp.playground.protocol import PAGE_REQUEST
     from webapp.registry.services import model_register_folder
 
     call_command("migrate", verbosity=0)
@@ -87,7 +98,7 @@ def prepare(data_dir: Path) -> tuple[str, str]:
     else:
         folder, name = random_small_model(data_dir / "models" / "zh-en-random"), "zh-en-random"
     model_register_folder(folder=folder, name=name, task="zh-en", published=True)
-    return session.session_key, name
+    return session.session_key, name, PAGE_REQUEST
 
 
 def random_small_model(folder: Path) -> Path:
@@ -152,10 +163,12 @@ class Request:
         self.done = done
         self.sent = self.started = time.perf_counter()
         self.arrivals: list[tuple[float, float]] = []
+        self.sizes: dict[str, list[int]] = {}  # bytes of each frame, by type
 
     def take(self, at: float, payload: bytes) -> None:
         message = orjson.loads(payload)
         kind = message["type"]
+        self.sizes.setdefault(kind, []).append(len(payload))
         if kind == "token":
             self.arrivals.append((at, message["timing"]["step_ms"]))
         elif kind == "start":
@@ -164,7 +177,7 @@ class Request:
             self.done.set_exception(RuntimeError(message))
         elif kind == "done":
             self.done.set_result({"sent": self.sent, "started": self.started, "ended": at, "arrivals": self.arrivals,
-                                  "timings": message["timings"]})
+                                  "timings": message["timings"], "sizes": self.sizes})
 
 
 async def connect(port: int, session_key: str) -> Any:
@@ -197,9 +210,22 @@ async def connect(port: int, session_key: str) -> Any:
     return await asyncio.wait_for(opened, 10)
 
 
-async def decode(client: Any, model: str, tokens: int) -> dict[str, Any]:
+def request_frame(kind: str, model: str, source: str, tokens: int | None, page_request: dict[str, Any]) -> dict[str, Any]:
+    """The `decode` frame: the page's (its form's defaults and what it adds to them) or a plain greedy one.
+
+    tokens fixes the output's length (min_len = max_len), so every run decodes as many steps;
+    None leaves the length to the model, as the page does.
+    """
+    frame: dict[str, Any] = {"type": "decode", "model": model, "source": source, "strategy": "greedy"}
+    if kind == "playground":  # as static/js/playground.js sends it with the form untouched (pace: full speed)
+        frame.update(page_request, step_mode=False, pace_ms=0)
+    if tokens is not None:
+        frame.update(min_len=tokens, max_len=tokens)
+    return frame
+
+
+async def decode(client: Any, frame: dict[str, Any]) -> dict[str, Any]:
     """One request; the arrival time and decoder step time of each of its token frames."""
-    frame = {"type": "decode", "model": model, "source": SOURCE, "min_len": tokens, "max_len": tokens}
     client.request = Request(asyncio.get_running_loop().create_future())
     client.sendMessage(json.dumps(frame).encode())
     try:
@@ -242,31 +268,80 @@ def cpu_share(before: dict[str, float], after: dict[str, float], wall_s: float) 
     return {name: round((after[name] - before[name]) / wall_s, 2) for name in before}
 
 
+def frame_bytes(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Bytes per WebSocket message by frame type: mean and largest."""
+    sizes: dict[str, list[int]] = {}
+    for r in results:
+        for kind, values in r["sizes"].items():
+            sizes.setdefault(kind, []).extend(values)
+    return {kind: {"mean": round(statistics.fmean(v)), "max": max(v), "n": len(v)} for kind, v in sorted(sizes.items())}
+
+
+class Run:
+    """One request kind's results at one client count, gathered over interleaved rounds."""
+
+    def __init__(self) -> None:
+        self.results: list[dict[str, Any]] = []
+        self.wall = 0.0
+        self.cpu: dict[str, float] = {}
+
+    async def add(self, requests: Any, pids: dict[str, int]) -> None:
+        before, started = cpu_seconds(pids), time.perf_counter()
+        self.results += await requests
+        self.wall += time.perf_counter() - started
+        for name, used in cpu_seconds(pids).items():
+            self.cpu[name] = self.cpu.get(name, 0.0) + used - before[name]
+
+    def figures(self) -> dict[str, Any]:
+        return {**measure(self.results, self.wall), "bytes_per_frame": frame_bytes(self.results),
+                "cores_busy": {name: round(used / self.wall, 2) for name, used in self.cpu.items()}}
+
+
+async def long_source(client: Any, frame: dict[str, Any]) -> dict[str, Any]:
+    """One request of the longest source allowed, to its end: how long until `done`, and its frames' sizes."""
+    r = await decode(client, frame)
+    return {"source_chars": len(frame["source"]), "tokens": len(r["arrivals"]),
+            "done_ms": round((r["ended"] - r["sent"]) * 1000, 1),
+            "first_token_ms": round((r["arrivals"][0][0] - r["sent"]) * 1000, 1) if r["arrivals"] else None,
+            "bytes_per_frame": frame_bytes([r])}
+
+
 async def run_clients(
-    port: int, session_key: str, model: str, args: argparse.Namespace, pids: dict[str, int]
+    port: int, session_key: str, model: str, page_request: dict[str, Any], args: argparse.Namespace,
+    pids: dict[str, int],
 ) -> dict[str, Any]:
+    kinds = list(REQUESTS) if args.request == "both" else [args.request]
+    frames = {kind: request_frame(kind, model, SOURCE, args.tokens, page_request) for kind in kinds}
     clients = [await connect(port, session_key) for _ in range(args.clients)]
-    for client in clients[:4]:  # warm the path: worker threads, model, connections
-        await decode(client, model, args.tokens)
-    one, started, cpu = [], time.perf_counter(), cpu_seconds(pids)
-    for _ in range(args.sequential):
-        one.append(await decode(clients[0], model, args.tokens))
-    wall = time.perf_counter() - started
-    single = {**measure(one, wall), "cores_busy": cpu_share(cpu, cpu_seconds(pids), wall)}
-    many, wall, cpu = [], 0.0, cpu_seconds(pids)
-    for _ in range(args.rounds):
-        started = time.perf_counter()
-        many += await asyncio.gather(*(decode(c, model, args.tokens) for c in clients))
-        wall += time.perf_counter() - started
-    together = {**measure(many, wall), "cores_busy": cpu_share(cpu, cpu_seconds(pids), wall)}
+    for kind in kinds:  # warm the path: worker threads, model, connections, the cache comparison's table
+        for client in clients[:4]:
+            await decode(client, frames[kind])
+    single = {kind: Run() for kind in kinds}
+    many = {kind: Run() for kind in kinds}
+    per_round = max(1, args.sequential // args.rounds)
+    for _ in range(args.rounds):  # the kinds take turns, so a machine whose load changes weighs on each alike
+        for kind in kinds:
+            async def one_after_another(frame: dict[str, Any] = frames[kind]) -> list[dict[str, Any]]:
+                return [await decode(clients[0], frame) for _ in range(per_round)]
+
+            await single[kind].add(one_after_another(), pids)
+            await many[kind].add(asyncio.gather(*(decode(c, frames[kind]) for c in clients)), pids)
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        one, together = single[kind].figures(), many[kind].figures()
+        long = request_frame(kind, model, LONG_SOURCE, None, page_request)
+        out[kind] = {"request": frames[kind], "1_client": one, f"{args.clients}_clients": together,
+                     "speedup": round(together["tokens_per_s"] / one["tokens_per_s"], 2),
+                     "long_source": await long_source(clients[0], long)}
     for client in clients:
         client.sendClose()
-    return {"1_client": single, f"{args.clients}_clients": together,
-            "speedup": round(together["tokens_per_s"] / single["tokens_per_s"], 2)}
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--request", choices=[*REQUESTS, "both"], default="playground",
+                        help="the playground page's request (default), a plain greedy one, or both interleaved")
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--sequential", type=int, default=20, help="requests of the single client")
     parser.add_argument("--clients", type=int, default=32)
@@ -293,7 +368,7 @@ def main() -> int:
         # client cannot share a process with Twisted's txaio.
         prepared = subprocess.run([sys.executable, __file__, "--prepare"], env=env, check=True, capture_output=True,
                                   text=True)
-        session_key, model = json.loads(prepared.stdout.strip().splitlines()[-1])
+        session_key, model, page_request = json.loads(prepared.stdout.strip().splitlines()[-1])
         procs.append(start([str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
                            env, data_dir / "daphne.log"))
         procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
@@ -303,7 +378,7 @@ def main() -> int:
         wait_worker(env["REDIS_URL"])
         load_before = os.getloadavg()
         pids = {"web (daphne)": procs[0].pid, "worker": procs[1].pid, "clients (this process)": os.getpid()}
-        figures = asyncio.run(run_clients(port, session_key, model, args, pids))
+        figures = asyncio.run(run_clients(port, session_key, model, page_request, args, pids))
         load_after = os.getloadavg()
     finally:
         for proc in procs:

@@ -2,6 +2,10 @@
 and a source of the longest allowed length decodes end to end through daphne."""
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -115,3 +119,36 @@ def test_a_source_of_the_longest_allowed_length_decodes_end_to_end(
     assert encoder.shape == (201, 201) and np.allclose(encoder.sum(axis=1), 1, atol=201 / 255)
     n_tokens = page.evaluate("document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length")
     assert n_tokens > 0 and np.array(page.evaluate(Z, "view-cross")).shape == (n_tokens, 201)
+
+
+def bench_stream():
+    """bench/stream.py as a module (bench/ is a folder of scripts, not a package)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "stream.py"
+    spec = importlib.util.spec_from_file_location("bench_stream", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmarks_playground_request_is_what_the_page_sends(asgi_server, demo, zh_en, page_factory, start_worker):
+    from webapp.playground.attention import View
+    from webapp.playground.protocol import PAGE_REQUEST
+
+    start_worker("interactive")
+    page = page_factory("en-US")
+    sent: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framesent", lambda payload: sent.append(payload)))
+    open_playground(page, asgi_server, zh_en)
+    for _ in range(2):  # the second request's view comes from the selectors the first filled
+        page.get_by_test_id("source").fill(SENTENCE)
+        page.get_by_test_id("pace").select_option("0")
+        page.get_by_test_id("run").click()
+        page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=30_000)
+    decodes = [json.loads(text) for text in sent if json.loads(text)["type"] == "decode"]
+    assert len(decodes) == 2
+    bench = bench_stream().request_frame("playground", zh_en, SENTENCE, None, PAGE_REQUEST)
+    for frame in decodes:
+        view = View.from_dict(frame.pop("view"))
+        assert view.for_model(3, 3, 4) == View().for_model(3, 3, 4)  # the bench leaves the default view
+        frame.pop("tag")
+        assert frame == bench

@@ -187,8 +187,8 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
     "questions": [
         {"id": "questions-1", "q": {"zh": "把句子换成和搭档句不同长度的另一句，BatchNorm 的偏移变了吗？LayerNorm 呢？", "en": "Change the sentence to one of another length than its partner: does BatchNorm's shift change? LayerNorm's?"},
          "a": {"zh": "BatchNorm 的偏移随批次组成和 padding 变化；LayerNorm 的始终为 0。", "en": "BatchNorm's shift moves with the batch and its padding; LayerNorm's stays 0."}},
-        {"id": "questions-2", "q": {"zh": "d_ff = 1×、2×、4× d_model，哪个训练损失降得最快？参数多了多少？", "en": "d_ff = 1×, 2×, 4× d_model: which loss falls fastest, and how many more parameters does it take?"},
-         "a": {"zh": "看训练对比的曲线和参数数：更宽的 FFN 通常降得更快，代价是更多参数。", "en": "Read the curves and the parameter counts: a wider FFN usually falls faster, at the cost of more parameters."}},
+        {"id": "questions-2", "q": {"zh": "d_ff = 1×、2×、4× d_model，哪个最终训练损失最低？参数多了多少？", "en": "d_ff = 1×, 2×, 4× d_model: which ends with the lowest training loss, and how many more parameters does the widest take?"},
+         "a": {"zh": "看表：在这个很简单的复制任务上，三者的损失相差不大，4× 并没有更低（我们测得 1×、2× 略低）；参数却随 d_ff 增加。加宽买来的是容量，只有任务需要时才显出好处，论文的翻译任务比这里难得多。", "en": "Read the table: on this easy copy task the three end close together and 4× is not the lowest (we measured 1× and 2× slightly lower), while the parameters grow with d_ff. Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."}},
     ],
     "glossary": [],
 }

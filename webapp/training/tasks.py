@@ -5,7 +5,8 @@ import logging
 import threading
 from typing import Any
 
-from celery.signals import worker_ready, worker_shutting_down
+from celery import bootsteps
+from celery.signals import worker_shutting_down
 from django.db import connection
 
 from webapp.celery import TrainingTask, app
@@ -28,14 +29,30 @@ def _consumes_training(consumer: Any) -> bool:
     return any(getattr(queue, "name", None) == QUEUE for queue in queues)
 
 
-@worker_ready.connect
-def recover_unfinished_jobs(sender: Any = None, **_: Any) -> None:
-    """A training worker starting (after a crash or a deploy) sends unfinished jobs again."""
-    if _consumes_training(sender):
+class RecoverJobsOnConnect(bootsteps.StartStopStep):
+    """Each time a training worker's consumer connects to the broker, unfinished jobs are sent again.
+
+    At the worker's start that picks up jobs whose message died with a worker (a crash, a deploy);
+    after a reconnect, jobs whose message died with Redis: a Redis that restarts empty loses the
+    queue, and a queued job would wait for ever. It runs once the consumer has declared its queues
+    (an exchange with no queue bound drops what it is sent). A duplicate costs a message, never a
+    run: the lease lets one delivery run a job (webapp/training/lease.py).
+    """
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def start(self, c: Any) -> None:
+        if not _consumes_training(c):
+            return
         try:
             jobs_recover()
+        except Exception:  # the database away too: the next connect (or start) tries again
+            log.exception("could not send unfinished training jobs again")
         finally:
             connection.close()
+
+
+app.steps["consumer"].add(RecoverJobsOnConnect)
 
 
 @worker_shutting_down.connect

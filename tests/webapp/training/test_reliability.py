@@ -154,3 +154,40 @@ def test_a_cancelled_run_stops_and_writes_no_checkpoint(admin, store, start_work
     time.sleep(1.0)  # anything the run would still write lands by now
     assert sorted(p.name for p in job.folder.iterdir()) == ["job.json"]
     assert job.model is None and not TrainedModel.objects.exists()
+
+
+def test_a_redis_restart_loses_no_job_the_running_one_finishes_and_the_queued_one_runs(
+    admin, store, start_worker, empty_training_queue, tmp_path
+):
+    """Redis killed and started again empty under a running job and a queued one (a Redis of the test's own).
+
+    The queued job's message dies with Redis: the worker sends unfinished jobs again once it has
+    reconnected, so it runs without anyone restarting the worker.
+    """
+    from scripts.redis_embedded import EmbeddedRedis
+
+    server = EmbeddedRedis(tmp_path / "own-redis")
+    server.start()
+    try:
+        running = job_create(owner=admin, config=tiny_config(steps=300, checkpoint_every=50), task="reverse",
+                             task_options=TINY_TASK_OPTIONS)
+        queued = job_create(owner=admin, config=tiny_config(steps=40), task="copy", task_options=TINY_TASK_OPTIONS)
+        # Their messages went to the suite's Redis, which no worker of this test reads: this worker,
+        # on its own Redis, gets them from its start's recovery, oldest first.
+        # Prefork, as deployed: the main process keeps its broker connection while the pool process trains.
+        start_worker("training", redis_url=server.url, pool="prefork", env=worker_env(store))
+        wait_for(running, lambda j: j.status == Status.RUNNING and j.step > 0, "started")
+        queued.refresh_from_db()
+        assert queued.status == Status.QUEUED
+        assert server.proc is not None
+        server.proc.kill()
+        server.proc.wait()
+        time.sleep(1)
+        server.start()  # empty: the queued job's message is gone
+        running = wait_for(running, lambda j: j.is_final, "finished")
+        assert running.status == Status.SUCCEEDED and running.step == 300, running.log
+        queued = wait_for(queued, lambda j: j.is_final, "finished after the restart")
+        assert queued.status == Status.SUCCEEDED, queued.log
+        assert queued.attempts == 1 and running.attempts == 1  # each ran once: the duplicates were dropped
+    finally:
+        server.stop()

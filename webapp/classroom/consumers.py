@@ -43,6 +43,7 @@ RUN_KEYS = ("source", "strategy", "beam_size", "temperature", "top_k", "top_p", 
             "pace_ms", "step_mode")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
 SAVED_TTL_S = 3600
+STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
 
 
 def _db(fn: Any) -> Any:
@@ -68,10 +69,7 @@ class Coalescer:
 
     async def _send(self, code: str, question_id: int) -> None:
         self.pending.discard(question_id)
-        question = await _db(Question.objects.filter(pk=question_id).first)()
-        if question is None:
-            return
-        counts = await _db(services.answer_counts)(question)
+        counts = await _db(services.live_counts)(question_id)
         frame = {"type": "answers", "question": question_id, "counts": counts, "total": sum(counts.values())}
         await get_channel_layer().group_send(session_group(code), event_message(frame, to="console"))
 
@@ -91,9 +89,9 @@ class ClassroomSocket(JsonSocket):
             await self.send_error("not_found", "no live session has this code (it may have ended)")
             await self.close(code=4404)
             return
+        self.session_id = session.pk
         self.drives = await _db(services.can_drive)(user, session)
-        if not self.drives:
-            await _db(services.session_join)(user=user, session=session)
+        self.seated = not self.drives and await _db(services.session_join)(user=user, session=session) is not None
         self.relay: SessionRelay = await relays().join(
             self, self.code, request_id=session.state.get("request_id"), question=await _db(_open_public)(session),
             on_final=_record_run)
@@ -197,7 +195,7 @@ class ClassroomSocket(JsonSocket):
         state = session.state
         if state.get("running") and state.get("request_id"):
             await _redis(decode_cancel)(user_id=state.get("driver") or self.user_id, request_ids=[state["request_id"]])
-        await _db(_close_open_question)(session)
+        await _db(services.questions_close)(session=session)
         if self.relay.held_seq is not None:
             await self._publish({"type": "question_closed"})
 
@@ -286,7 +284,7 @@ class ClassroomSocket(JsonSocket):
                 await self.send_error("bad_params", "name the right option (answer) to reveal a multiple-choice question")
                 return
         else:
-            step = self.relay.frame(question.request_id, question.seq)
+            step = await self._held_step(question)
             start = self.relay.start_frame() or {}
             if step is None:
                 await self.send_error("not_stepped", "the step this question is about has not arrived yet")
@@ -303,11 +301,20 @@ class ClassroomSocket(JsonSocket):
                   "counts": counts, "total": sum(counts.values())}
         await self._publish(reveal, results={str(uid): list(r) for uid, r in results.items()})
 
+    async def _held_step(self, question: Question) -> dict[str, Any] | None:
+        """The step the question is about; a reveal pressed as the question opened waits for it a moment."""
+        for _ in range(int(STEP_WAIT_S / 0.05)):
+            step = self.relay.frame(question.request_id, question.seq)
+            if step is not None:
+                return step
+            await asyncio.sleep(0.05)
+        return None
+
     async def on_close_question(self, frame: dict[str, Any]) -> None:
         session = await self._driven()
         if session is None:
             return
-        if await _db(_close_open_question)(session) == 0:
+        if await _db(services.questions_close)(session=session) == 0:
             await self.send_error("not_open", "no question is open")
             return
         await self._publish({"type": "question_closed"})
@@ -323,16 +330,18 @@ class ClassroomSocket(JsonSocket):
     # -- participants -----------------------------------------------------------------------------
 
     async def on_answer(self, frame: dict[str, Any]) -> None:
+        if not self.seated:
+            await self.send_error("forbidden", "only the session's participants answer its questions")
+            return
+        question = frame.get("question")
         try:
-            session = await _db(_live_session)(self.code)
-            question, answer = await _db(services.answer_submit)(
-                session=session, user=self.scope["user"], question_id=frame.get("question"),
-                choice=frame.get("choice"))
+            choice = await _db(services.answer_submit)(session_id=self.session_id, user_id=self.user_id,
+                                                      question_id=question, choice=frame.get("choice"))
         except ClassroomError as error:
             await self.send_error(error.code, error.message)
             return
-        await self.send_json({"type": "answered", "question": question.pk, "choice": answer.choice})
-        coalescer().counts_soon(self.code, question.pk)
+        await self.send_json({"type": "answered", "question": question, "choice": choice})
+        coalescer().counts_soon(self.code, question)
 
     # -- from the relay ---------------------------------------------------------------------------
 
@@ -366,13 +375,6 @@ def _drives_now(user_id: int, session: LiveSession) -> bool:
     return user is not None and services.can_drive(user, session)
 
 
-def _live_session(code: str) -> LiveSession:
-    session = services.session_by_code(code)
-    if session is None or not session.live:
-        raise ClassroomError("ended", "this session has ended")
-    return session
-
-
 def _open_public(session: LiveSession) -> dict[str, Any] | None:
     question = services.open_question(session)
     return _public_question(question) if question is not None else None
@@ -384,10 +386,6 @@ def _begin_run(session: LiveSession, model_name: str, state: dict[str, Any], req
         session.save(update_fields=["model_name"])
     services.session_state_update(session=session, **state)
     services.run_started(session=session, request_id=request_id, source=state["source"], params=state["params"])
-
-
-def _close_open_question(session: LiveSession) -> int:
-    return session.questions.filter(status=Question.OPEN).update(status=Question.CLOSED)
 
 
 def _reveal(question: Question, answer: str, options: list[str]) -> dict[int, tuple[bool, int]]:
@@ -430,10 +428,9 @@ def _snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay
             held = relay.frame(question.request_id, question.seq)
             public["options"] = next_token_options(held) if held is not None else []
         snapshot["question"] = public
-        mine = question.answers.filter(participant__user=user).first()
-        snapshot["my_answer"] = mine.choice if mine is not None else None
+        snapshot["my_answer"] = services.my_answer(question, user)
         if drives:
-            counts = services.answer_counts(question)
+            counts = services.live_counts(question.pk)
             snapshot["counts"] = {"question": question.pk, "counts": counts, "total": sum(counts.values())}
     if drives:
         snapshot["scores"] = services.class_scores(session)

@@ -12,6 +12,15 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from webapp.accounts.roles import Role, has_role
+from webapp.classroom.ballot import (
+    CLOSED,
+    REVEALED,
+    ballot_answer,
+    ballot_close,
+    ballot_counts,
+    ballot_mine,
+    ballot_open,
+)
 from webapp.classroom.codes import new_code, normalize_code
 from webapp.classroom.models import VIEWS, Answer, LiveSession, Participant, Question, Run
 from webapp.playground.services import playground_models
@@ -87,7 +96,7 @@ def session_end(*, session: LiveSession) -> LiveSession:
         session.ended = timezone.now()
         session.save(update_fields=["ended"])
         Participant.objects.filter(session=session).update(present=False)
-        Question.objects.filter(session=session, status=Question.OPEN).update(status=Question.CLOSED)
+        questions_close(session=session)
     return session
 
 
@@ -173,17 +182,53 @@ def question_open(*, session: LiveSession, spec: QuestionSpec, request_id: str |
     state = session.state
     if spec.kind != Question.CHOICE and (request_id is None or seq is None):
         raise ClassroomError("not_stepping", "start a step-by-step decode (Step) before asking about the next step")
-    Question.objects.filter(session=session, status=Question.OPEN).update(status=Question.CLOSED)
-    return Question.objects.create(
+    questions_close(session=session)
+    question = Question.objects.create(
         session=session, kind=spec.kind, prompt=spec.prompt, options=options if options is not None else spec.options,
         request_id=request_id or "", seq=seq, layer=state.get("layer"), head=str(state.get("head", "mean")))
+    ballot_open(question.pk)
+    return question
+
+
+def questions_close(*, session: LiveSession) -> int:
+    """Close the session's open question without a reveal (its answers kept); returns how many closed."""
+    closed = 0
+    for question in session.questions.filter(status=Question.OPEN):
+        answers_persist(question, ballot_close(question.pk, CLOSED))
+        question.status = Question.CLOSED
+        question.save(update_fields=["status"])
+        closed += 1
+    return closed
 
 
 def open_question(session: LiveSession) -> Question | None:
     return session.questions.filter(status=Question.OPEN).order_by("-created").first()
 
 
-def check_choice(question: Question, choice: Any) -> str:
+@dataclass(frozen=True)
+class Asked:
+    """What checking an answer needs of its question, kept per process (it does not change while open)."""
+
+    session_id: int
+    kind: str
+    options: tuple[str, ...]
+
+
+_asked: dict[int, Asked] = {}
+
+
+def asked(question_id: int, session_id: int | None = None) -> Asked | None:
+    """The question's kind and options; read again when it is not the session's (SQLite may reuse a deleted id)."""
+    found = _asked.get(question_id)
+    if found is None or (session_id is not None and found.session_id != session_id):
+        question = Question.objects.filter(pk=question_id).first()
+        if question is None:
+            return None
+        found = _asked[question_id] = Asked(question.session_id, question.kind, tuple(question.options))
+    return found
+
+
+def check_choice(question: Asked | Question, choice: Any) -> str:
     """A student's answer, checked against what the question allows."""
     if not isinstance(choice, str) or not choice.strip() or len(choice) > MAX_CHOICE_CHARS:
         raise ClassroomError("bad_params", f"an answer is text of 1 to {MAX_CHOICE_CHARS} characters")
@@ -194,39 +239,60 @@ def check_choice(question: Question, choice: Any) -> str:
     return choice
 
 
-def answer_submit(*, session: LiveSession, user: Any, question_id: Any, choice: Any) -> tuple[Question, Answer]:
-    """Record one participant's answer: once per question, only while it is open."""
+def answer_submit(*, session_id: int, user_id: int, question_id: Any, choice: Any) -> str:
+    """Take one participant's answer (the caller knows the user has a seat): once per question, while it is open.
+
+    Counted in Redis (ballot.py); the database gets it when the question closes.
+    """
     if isinstance(question_id, bool) or not isinstance(question_id, int):
         raise ClassroomError("bad_params", "question must be the id a question frame gave")
-    question = Question.objects.filter(session=session, pk=question_id).first()
-    if question is None:
+    question = asked(question_id, session_id)
+    if question is None or question.session_id != session_id:
         raise ClassroomError("not_found", "no such question in this session")
-    if question.status == Question.REVEALED:
-        raise ClassroomError("revealed", "the answer has been revealed: answers are closed")
-    if question.status != Question.OPEN:
-        raise ClassroomError("not_open", "this question is not open")
-    participant = Participant.objects.filter(session=session, user=user).first()
-    if participant is None:
-        raise ClassroomError("forbidden", "only the session's participants answer its questions")
     choice = check_choice(question, choice)
-    try:
-        with transaction.atomic():
-            answer = Answer.objects.create(question=question, participant=participant, choice=choice)
-    except IntegrityError:
-        raise ClassroomError("already_answered", "you already answered this question") from None
-    return question, answer
+    counted, why = ballot_answer(question_id, user_id, choice)
+    if counted:
+        return choice
+    if why == "already":
+        raise ClassroomError("already_answered", "you already answered this question")
+    if why == REVEALED:
+        raise ClassroomError("revealed", "the answer has been revealed: answers are closed")
+    raise ClassroomError("not_open", "this question is not open")
+
+
+def answers_persist(question: Question, taken: dict[int, str]) -> None:
+    """Keep the answers a closed ballot took (each once: a second close adds nothing)."""
+    seats = dict(Participant.objects.filter(session_id=question.session_id, user_id__in=list(taken))
+                 .values_list("user_id", "pk"))
+    Answer.objects.bulk_create(
+        [Answer(question=question, participant_id=seats[user], choice=choice)
+         for user, choice in taken.items() if user in seats], ignore_conflicts=True)
 
 
 def answer_counts(question: Question) -> dict[str, int]:
-    """How many chose each answer (options first, in order, then typed ones)."""
+    """How many chose each answer (options first, in order, then typed ones), from the database."""
     counts = {option: 0 for option in question.options}
     for row in question.answers.values("choice").annotate(n=Count("id")).order_by("choice"):
         counts[row["choice"]] = row["n"]
     return counts
 
 
+def live_counts(question_id: int) -> dict[str, int]:
+    """The counts while answers arrive (ballot.py)."""
+    found = asked(question_id)
+    return ballot_counts(question_id, list(found.options) if found is not None else [])
+
+
+def my_answer(question: Question, user: Any) -> str | None:
+    if question.status == Question.OPEN:
+        return ballot_mine(question.pk, user.pk)
+    mine = question.answers.filter(participant__user=user).first()
+    return mine.choice if mine is not None else None
+
+
 def question_reveal(*, question: Question, answer: str) -> dict[int, tuple[bool, int]]:
     """Close answers, keep the model's answer, mark each answer; returns user id -> (right, session score)."""
+    answers_persist(question, ballot_close(question.pk, REVEALED))
     with transaction.atomic():
         question.status = Question.REVEALED
         question.answer = answer

@@ -137,7 +137,7 @@ def test_the_csv_holds_every_answer_and_defuses_formulas(client_as, session, stu
     session_join(user=student, session=session)
     question = question_open(session=session, spec=QuestionSpec("choice", "Which?", ["=1+1", "b"]),
                              request_id=None, seq=None)
-    answer_submit(session=session, user=student, question_id=question.pk, choice="=1+1")
+    answer_submit(session_id=session.pk, user_id=student.pk, question_id=question.pk, choice="=1+1")
     question_reveal(question=Question.objects.get(pk=question.pk), answer="=1+1")
     body = client_as(instructor).get(f"/classroom/{session.code}/history/answers.csv").content.decode()
     header, row = body.strip().splitlines()

@@ -8,10 +8,13 @@ then every 1 s, so a decode asked for after Redis is back is served within secon
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
+from celery import bootsteps
 from celery.worker.consumer import Consumer
 from celery.worker.state import maybe_shutdown
+from django.db import connection
 
 log = logging.getLogger(__name__)
 
@@ -31,3 +34,37 @@ class QuickReconnectConsumer(Consumer):
         self.first_connection_attempt = False
         self.broker_connection_retry_attempt = 0
         return conn
+
+
+def consumes(consumer: Any, queue: str) -> bool:
+    """Whether this worker's consumer reads `queue`."""
+    queues = getattr(getattr(consumer, "task_consumer", None), "queues", None) or []
+    return any(getattr(each, "name", None) == queue for each in queues)
+
+
+def on_every_connect(app: Any, queue: str, action: Callable[[], Any], what: str) -> None:
+    """Run `action` in each worker reading `queue` whenever its consumer has connected to the broker.
+
+    That is at the worker's start and after every reconnect, once the consumer has declared its
+    queues (an exchange with no queue bound drops what it is sent). A Redis that restarts empty
+    has lost every queued message: this is where a worker sends again what the database says is
+    still waiting. `what` names the action in the log when it fails (the next connect tries again).
+    """
+
+    def start(self: Any, consumer: Any) -> None:
+        if not consumes(consumer, queue):
+            return
+        try:
+            action()
+        except Exception:
+            log.exception("could not %s", what)
+        finally:
+            connection.close()
+
+    step = type(f"OnConnect_{queue}", (bootsteps.StartStopStep,), {
+        "name": f"{__name__}.on_connect.{queue}",
+        "requires": ("celery.worker.consumer.tasks:Tasks",),
+        "start": start,
+        "__doc__": f"Each time a worker reading {queue!r} connects to the broker: {what}.",
+    })
+    app.steps["consumer"].add(step)

@@ -122,6 +122,19 @@ def experiment_run_request(*, user: Any, kind: str, params: dict[str, Any]) -> R
     return Requested(run, created=True)
 
 
+def experiments_resend_queued() -> int:
+    """Send every queued run's message again (a worker reconnecting after Redis restarted empty lost them).
+
+    A run whose message survived gets two; the second finds it ended and does nothing.
+    """
+    run_ids = list(ExperimentRun.objects.filter(status=ExperimentRun.Status.QUEUED).values_list("pk", flat=True))
+    for run_id in run_ids:
+        app.send_task(RUN_TASK, args=[run_id])
+    if run_ids:
+        logger.info("re-sent %d queued experiment runs", len(run_ids))
+    return len(run_ids)
+
+
 def experiment_result(*, kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
     """A finished result for these parameters: a stored row first, the shipped copy otherwise."""
     key = params_key(kind, params)
@@ -139,8 +152,8 @@ def experiment_page_results(*, page: str) -> dict[str, dict[str, Any] | None]:
 def experiment_run_execute(*, run_id: int) -> None:
     """Run a queued experiment in this (worker) process, reporting progress to the run's sockets."""
     run = ExperimentRun.objects.get(pk=run_id)
-    if run.status == ExperimentRun.Status.SUCCEEDED:
-        return  # delivered twice (acks_late): the first delivery finished it
+    if run.status in (ExperimentRun.Status.SUCCEEDED, ExperimentRun.Status.FAILED):
+        return  # delivered twice (acks_late, or sent again after a reconnect): the first delivery ended it
     run.status, run.started_at, run.progress = ExperimentRun.Status.RUNNING, timezone.now(), 0.0
     run.save(update_fields=["status", "started_at", "progress", "updated_at"])
     feed = Feed(name=run_group(run_id), interval=PROGRESS_EVERY_S)

@@ -5,7 +5,8 @@ from django.conf import settings
 
 from modelcore.experiments import torch_threads
 from webapp.celery import TrainingTask, app
-from webapp.experiments.services import RUN_TASK, experiment_run_execute
+from webapp.core.broker import on_every_connect
+from webapp.experiments.services import RUN_TASK, experiment_run_execute, experiments_resend_queued
 
 
 @app.task(name=RUN_TASK, base=TrainingTask)
@@ -14,3 +15,7 @@ def run_experiment_task(run_id: int) -> None:
     # Probe models are small and workers share machines: one thread unless the operator says otherwise.
     with torch_threads(settings.EXPERIMENTS_TORCH_THREADS):
         experiment_run_execute(run_id=run_id)
+
+
+# A Redis that restarts empty loses the queued runs' messages: each reconnect sends them again.
+on_every_connect(app, "experiments", experiments_resend_queued, "send queued experiment runs again")

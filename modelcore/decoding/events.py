@@ -2,7 +2,7 @@
 
 Events hold tensors as computed; to_dict() turns them into plain Python (floats keep every
 bit: a float32 widens exactly to a Python float, and json writes floats so that they read
-back equal).
+back equal), or leaves the attention out (`attention=False`) for a caller that sends it its own way.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class StartEvent(Event):
     encoder_attention: Tensor | None = None  # (L, h, S, S) when capturing
     type: str = field(default="start", init=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, attention: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
             "type": self.type,
             "request_id": self.request_id,
@@ -59,7 +59,7 @@ class StartEvent(Event):
             "params": self.params,
             "max_len": self.max_len,
         }
-        if self.encoder_attention is not None:
+        if attention and self.encoder_attention is not None:
             data["encoder_attention"] = self.encoder_attention.tolist()
         return data
 
@@ -80,7 +80,7 @@ class TokenEvent(Event):
     cross_attention: Tensor | None = None  # (L, h, S): this step's query over the source
     type: str = field(default="token", init=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, attention: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
             "type": self.type,
             "request_id": self.request_id,
@@ -92,9 +92,9 @@ class TokenEvent(Event):
             "alternatives": [{"id": i, "token": t, "prob": p} for i, t, p in self.alternatives],
             "cache": self.cache.to_dict(),
         }
-        attention = _attention_dict(self.self_attention, self.cross_attention)
-        if attention is not None:
-            data["attention"] = attention
+        rows = _attention_dict(self.self_attention, self.cross_attention) if attention else None
+        if rows is not None:
+            data["attention"] = rows
         return data
 
 
@@ -110,7 +110,7 @@ class Beam:
     self_attention: Tensor | None = None  # (L, h, T), the parent's row this step
     cross_attention: Tensor | None = None  # (L, h, S)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, attention: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
             "parent": self.parent,
             "id": self.id,
@@ -118,9 +118,9 @@ class Beam:
             "prob": self.prob,
             "logprob": self.logprob,
         }
-        attention = _attention_dict(self.self_attention, self.cross_attention)
-        if attention is not None:
-            data["attention"] = attention
+        rows = _attention_dict(self.self_attention, self.cross_attention) if attention else None
+        if rows is not None:
+            data["attention"] = rows
         return data
 
 
@@ -149,12 +149,12 @@ class BeamsEvent(Event):
     cache: CacheInfo
     type: str = field(default="beams", init=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, attention: bool = True) -> dict[str, Any]:
         return {
             "type": self.type,
             "request_id": self.request_id,
             "seq": self.seq,
-            "beams": [b.to_dict() for b in self.beams],
+            "beams": [b.to_dict(attention) for b in self.beams],
             "finished": [h.to_dict() for h in self.finished],
             "forced": self.forced,
             "cache": self.cache.to_dict(),

@@ -124,7 +124,7 @@ def _strings() -> dict[str, object]:
         "cache_self": _("self-attention positions"),
         "cache_cross": _("cross-attention positions"),
         "with_cache": _("with the cache"),
-        "recompute": _("recomputing the prefix"),
+        "recompute": _("recomputing the prefix (timed once per length on this worker)"),
         "ms": _("ms per step"),
         "kv_summary": _("{layers} layers × ({self} + {cross} positions) × keys and values = {bytes}"),
         "first_token": _("first token"),

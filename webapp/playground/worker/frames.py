@@ -6,7 +6,6 @@ and the request keeps every layer and head (AttentionCopy) for a `view` frame th
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,7 @@ def start_frame(
     event: StartEvent, *, model_name: str, loaded: LoadedModel, options: dict[str, Any], copy: AttentionCopy | None
 ) -> dict[str, Any]:
     """`start`: the request id, source tokens, and what the views need to label their axes."""
-    frame = dataclasses.replace(event, encoder_attention=None).to_dict()
+    frame = event.to_dict(attention=False)
     if copy is not None and event.encoder_attention is not None:
         copy.encoder = _array(event.encoder_attention)
         frame["encoder_attention"] = attention.encoder_attention(copy.encoder, copy.view)
@@ -73,14 +72,13 @@ def step_frame(
     """`token` (greedy, sampling) or `beams` (beam search): one step, with its timing."""
     if isinstance(event, TokenEvent):
         rows = _rows(event.self_attention, event.cross_attention)
-        frame = dataclasses.replace(event, self_attention=None, cross_attention=None).to_dict()
+        frame = event.to_dict(attention=False)
         if copy is not None and rows is not None:
             copy.steps.append(rows)
             frame["attention"] = attention.step_attention(rows, copy.view)
     else:
         beams = [_rows(b.self_attention, b.cross_attention) for b in event.beams]
-        bare = [dataclasses.replace(b, self_attention=None, cross_attention=None) for b in event.beams]
-        frame = dataclasses.replace(event, beams=bare).to_dict()
+        frame = event.to_dict(attention=False)
         if copy is not None and all(rows is not None for rows in beams):
             copy.steps.append([rows for rows in beams if rows is not None])
             for beam, rows in zip(frame["beams"], beams, strict=True):

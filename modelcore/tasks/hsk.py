@@ -146,17 +146,32 @@ def hsk_split(
     return train, valid, test
 
 
-def hsk_task(seed: int = 0, *, n_valid: int = 200, n_test: int = 400, train_fraction: float = 1.0) -> Task:
+def hsk_task(
+    seed: int = 0, *, n_valid: int = 200, n_test: int = 400, train_fraction: float = 1.0, generated: int = 0
+) -> Task:
     """`hsk`: real Chinese sentences in (characters), their human translations out (English words).
 
-    `train_fraction` keeps the first share of the shuffled training sentences (a learning curve); valid
-    and test stay the same sentences whatever it is.
+    `train_fraction` keeps the first share of the shuffled training sentences (a learning curve);
+    `generated` adds that many sentences of the zh-en grammar to the training split only. Valid and
+    test stay the same real sentences whatever either is.
     """
+    try:
+        train_fraction = float(train_fraction)  # the CLI's --task-option passes "0.25" as text
+    except ValueError:
+        raise ValueError(f"train_fraction must be a number, got {train_fraction!r}") from None
     if not 0 < train_fraction <= 1:
         raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
+    if generated < 0:
+        raise ValueError(f"generated must be 0 or more, got {generated}")
     train, valid, test = hsk_split(load_hsk_sentences(), n_valid=n_valid, n_test=n_test, seed=seed)
-    train = train[: max(1, round(train_fraction * len(train)))]
-    return Task("hsk", _pairs(train), _pairs(valid), _pairs(test), "char", "word")
+    pairs = _pairs(train[: max(1, round(train_fraction * len(train)))])
+    if generated:
+        from modelcore.tasks.zh_en import generate_sentences
+
+        held_out = {s.zh for s in valid + test}
+        pairs += [(s.zh, s.en) for s in generate_sentences(generated, seed) if s.zh not in held_out]
+        random.Random(f"hsk:{seed}:mix").shuffle(pairs)
+    return Task("hsk", pairs, _pairs(valid), _pairs(test), "char", "word")
 
 
 def _pairs(sentences: list[HskSentence]) -> list[Pair]:

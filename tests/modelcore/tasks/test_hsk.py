@@ -99,8 +99,11 @@ def test_a_fraction_of_the_training_sentences_keeps_the_same_test() -> None:
     assert quarter.test == full.test and quarter.valid == full.valid
     assert len(quarter.train) == round(0.25 * len(full.train))
     assert set(quarter.train) < set(full.train)
+    assert get_task("hsk", train_fraction="0.25").train == quarter.train  # as the CLI's --task-option passes it
     with pytest.raises(ValueError, match="train_fraction"):
         get_task("hsk", train_fraction=0)
+    with pytest.raises(ValueError, match="train_fraction must be a number, got 'half'"):
+        get_task("hsk", train_fraction="half")
 
 
 def test_held_out_sentences_can_meet_characters_training_never_saw() -> None:
@@ -108,3 +111,11 @@ def test_held_out_sentences_can_meet_characters_training_never_saw() -> None:
     src_tok, _ = task.build_tokenizers()
     unknown = [zh for zh, _ in task.test if UNK_ID in src_tok.encode(zh)]
     assert 0 < len(unknown) < len(task.test) // 4  # real text: a few rare characters, not most sentences
+
+
+def test_generated_sentences_join_the_training_split_only() -> None:
+    real, mixed = get_task("hsk"), get_task("hsk", generated=500)
+    assert mixed.test == real.test and mixed.valid == real.valid
+    assert len(mixed.train) == len(real.train) + 500
+    assert set(real.train) < set(mixed.train)
+    assert sum(zh.endswith("。") and en.endswith(" .") for zh, en in set(mixed.train) - set(real.train)) == 500

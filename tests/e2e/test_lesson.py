@@ -31,7 +31,7 @@ def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_se
 
     page.goto(asgi_server + "/lesson/encoder/")
     run_demo(page, "encoder")
-    page.wait_for_function("document.querySelectorAll('[data-testid=demo-result-encoder] .js-plotly-plot').length == 6",
+    page.wait_for_function("document.querySelectorAll('[data-testid=demo-result-encoder] .js-plotly-plot').length == 7",
                            timeout=60_000)
     first = page.evaluate("JSON.stringify(document.querySelector('[data-figure=row_weights]').data[0].y)")
     page.get_by_test_id("demo-form-encoder").get_by_test_id("query").fill("4")

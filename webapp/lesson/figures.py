@@ -27,6 +27,35 @@ def _heatmap(z: list[list[float]], x: list[str], y: list[str], title: str, xt: s
                                                xaxis={"type": "category"})}
 
 
+def _side_by_side(mats: list[list[list[float]]], x: list[str], y: list[str], titles: list[str], title: str,
+                  xt: str, yt: str) -> Figure:
+    """Several heatmaps in one figure, one axis pair each (every head of a layer, or two masks)."""
+    n, gap = len(mats), 0.04
+    width = (1 - gap * (n - 1)) / n
+    data, layout = [], {"title": {"text": title}, "margin": {"t": 70, "r": 20, "b": 60, "l": 70}, "annotations": []}
+    for i, (z, name) in enumerate(zip(mats, titles, strict=True)):
+        suffix = "" if i == 0 else str(i + 1)
+        data.append({"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues",
+                     "showscale": i == n - 1, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "zmin": 0, "zmax": 1})
+        start = i * (width + gap)
+        layout[f"xaxis{suffix}"] = {"domain": [start, start + width], "type": "category", "showticklabels": n <= 2,
+                                    "title": {"text": xt}}
+        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "type": "category",
+                                    "showticklabels": i == 0, "title": {"text": yt if i == 0 else ""}}
+        layout["annotations"].append({"text": name, "x": start + width / 2, "y": 1.0, "xref": "paper", "yref": "paper",
+                                      "yanchor": "bottom", "showarrow": False})
+    return {"data": data, "layout": layout}
+
+
+def masks_figure(tokens: list[str]) -> Figure:
+    """The encoder's mask (every key) beside the decoder's causal mask (keys up to the query), for one sentence."""
+    n = len(tokens)
+    full = [[1] * n for _ in range(n)]
+    causal = [[1 if k <= q else 0 for k in range(n)] for q in range(n)]
+    return _side_by_side([full, causal], tokens, tokens, [_("encoder: may attend"), _("decoder: may attend")],
+                         _("The two masks side by side (1 = may attend, 0 = hidden)"), _("key"), _("query"))
+
+
 def _bars(x: list[str], series: list[tuple[str, list[float]]], title: str, xt: str, yt: str) -> Figure:
     data = [{"type": "bar", "name": name, "x": _labels(x) if len(x) and isinstance(x[0], str) else x, "y": y,
              "marker": {"color": COLORWAY[i % len(COLORWAY)]}} for i, (name, y) in enumerate(series)]
@@ -50,6 +79,8 @@ def encoder_figures(r: dict[str, Any]) -> dict[str, Figure]:
         "attention": _heatmap(r["attention"][head], tokens, tokens,
                               _("Encoder layer %(l)s, head %(h)s: every query sees every key") % {"l": r["layer"] + 1, "h": head + 1},
                               _("key"), _("query")),
+        "heads": _side_by_side(r["attention"], tokens, tokens, [_("head %(h)s") % {"h": h + 1} for h in range(len(r["attention"]))],
+                               _("Every head of encoder layer %(l)s") % {"l": r["layer"] + 1}, _("key"), _("query")),
         "row_scores": _bars(tokens, [(_("q·k"), row["scores"]), (_("q·k / √d_k"), row["scaled"])],
                             _("Scores of the query %(q)s, before and after the scaling") % {"q": query}, _("key"), _("score")),
         "row_weights": _bars(tokens, [(_("softmax"), row["weights"])],

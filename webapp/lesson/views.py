@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
-from webapp.lesson.figures import figures_for
+from webapp.lesson.figures import figures_for, masks_figure
 from webapp.lesson.models import TrainingRun
 from webapp.lesson.services import (
     DEFAULT_MODEL,
@@ -82,7 +82,8 @@ def residual_norm(request: HttpRequest) -> HttpResponse:
 
 @signed_in
 def questions(request: HttpRequest) -> HttpResponse:
-    return _page(request, "questions", run=training_latest(kind="ffn"))
+    masks = {"masks": masks_figure(["<bos>", "my", "cat", "chased", "a", "mouse", "."])}
+    return _page(request, "questions", run=training_latest(kind="ffn"), figures=masks)
 
 
 @signed_in

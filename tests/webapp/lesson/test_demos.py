@@ -27,7 +27,7 @@ def post(client, kind: str, **data):
 def test_each_demonstration_draws_from_the_model_changes_with_input_and_is_cached(client_as, student, zh_en, start_worker):
     start_worker("interactive")
     client = client_as(student)
-    expected = {"encoder": {"positions", "norms", "attention", "row_scores", "row_weights", "ffn"},
+    expected = {"encoder": {"positions", "norms", "attention", "heads", "row_scores", "row_weights", "ffn"},
                 "decoder": {"self_attention", "cross_attention", "cross_row", "padding"},
                 "residual": {"distance", "spread", "norm_stats"}, "norms": {"batchnorm"}}
     for kind, names in expected.items():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -123,3 +124,12 @@ def test_visits_and_revealed_answers_are_kept_and_the_instructor_sees_them(clien
 
 def test_the_home_page_points_to_the_lesson(client_as, student):
     assert 'href="/lesson/"' in client_as(student).get("/").content.decode()
+
+
+def test_the_questions_page_draws_the_two_masks_side_by_side(client_as, student, zh_en):
+    content = get(client_as(student), "/lesson/questions/", "en").content.decode()
+    figures = json.loads(re.search(r'<script type="application/json">(.*?)</script>', content, re.S).group(1))
+    encoder, decoder = (trace["z"] for trace in figures["masks"]["data"])
+    n = len(encoder)
+    assert all(all(row) for row in encoder)  # bidirectional: every key
+    assert decoder == [[int(k <= q) for k in range(n)] for q in range(n)]  # causal: keys up to the query

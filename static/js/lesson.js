@@ -18,3 +18,12 @@ function draw(root) {
 
 draw(document);
 document.body.addEventListener("htmx:afterSettle", () => draw(document));
+
+// A token button in a result re-runs its demonstration with that token as the query.
+document.body.addEventListener("click", (event) => {
+  const chip = event.target.closest?.("button[data-query]");
+  if (!chip) return;
+  const form = document.querySelector(`[data-testid=demo-form-${chip.dataset.form}]`);
+  form.querySelector("input[name=query]").value = chip.dataset.query;
+  form.requestSubmit();
+});

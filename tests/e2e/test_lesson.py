@@ -34,10 +34,10 @@ def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_se
     page.wait_for_function("document.querySelectorAll('[data-testid=demo-result-encoder] .js-plotly-plot').length == 7",
                            timeout=60_000)
     first = page.evaluate("JSON.stringify(document.querySelector('[data-figure=row_weights]').data[0].y)")
-    page.get_by_test_id("demo-form-encoder").get_by_test_id("query").fill("4")
-    run_demo(page, "encoder")
+    page.locator("[data-testid=demo-result-encoder] button[data-query='2']").click()  # 猫 as the query
     page.wait_for_function(f"JSON.stringify(document.querySelector('[data-figure=row_weights]')?.data?.[0]?.y) !== {first!r}",
                            timeout=60_000)
+    assert "猫" in page.locator("[data-testid=demo-result-encoder] button[aria-pressed=true]").inner_text()
     run_demo(page, "encoder", "ĀĀ")
     page.get_by_test_id("demo-error").wait_for()  # characters the model never saw: a message, the form still there
     page.get_by_test_id("exercise-encoder-1").get_by_role("button").click()

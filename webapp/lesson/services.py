@@ -11,8 +11,10 @@ from celery.exceptions import TimeoutError as CeleryTimeout
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
+from redis.exceptions import RedisError
 
 from webapp.celery import app
+from webapp.core.presence import presence_client, workers_by_queue
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.registry.models import TrainedModel
@@ -80,6 +82,7 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
     stored = DemoResult.objects.filter(key=key).first()
     if stored is not None:
         return DemoAnswer(stored.result, cached=True)
+    _require_a_worker()
     job = {"kind": kind, "params": params, "model": {"name": model.name, "path": str(model.folder),
                                                      "hash": model.checkpoint_hash}}
     pending = app.send_task(DEMO_TASK, args=[job], queue="interactive")
@@ -95,6 +98,16 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
     except IntegrityError:  # the same request answered twice at once: the first one stays
         pass
     return DemoAnswer(answer["result"], cached=False)
+
+
+def _require_a_worker() -> None:
+    """Refuse at once when no interactive worker has published its presence (instead of waiting DEMO_WAIT_S)."""
+    try:
+        present = workers_by_queue(presence_client()).get("interactive")
+    except RedisError:
+        raise DemoRefused("unavailable", "the task queue does not answer; try again in a moment") from None
+    if not present:
+        raise DemoRefused("no_worker", "no worker is running demonstrations right now")
 
 
 def demo_compute(*, job: dict[str, Any]) -> dict[str, Any]:

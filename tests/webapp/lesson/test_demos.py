@@ -64,8 +64,15 @@ def test_bad_input_gets_a_clear_message_and_nothing_is_stored(client_as, student
     assert client.get("/lesson/encoder/").status_code == 200  # the page is still there
 
 
-def test_a_busy_worker_is_reported_not_waited_for_ever(client_as, student, zh_en, settings, monkeypatch):
-    monkeypatch.setattr("webapp.lesson.services.DEMO_WAIT_S", 0.5)  # no worker runs: nothing answers
+def test_without_a_worker_the_page_says_so_at_once(client_as, student, zh_en):
+    response = post(client_as(student), "encoder", sentence=SENTENCE)
+    assert 'data-code="no_worker"' in response.content.decode()
+    assert DemoResult.objects.count() == 0
+
+
+def test_a_busy_worker_is_reported_not_waited_for_ever(client_as, student, zh_en, monkeypatch):
+    monkeypatch.setattr("webapp.lesson.services._require_a_worker", lambda: None)  # it looks present...
+    monkeypatch.setattr("webapp.lesson.services.DEMO_WAIT_S", 0.5)  # ...but nothing answers
     response = post(client_as(student), "encoder", sentence=SENTENCE)
     assert 'data-code="busy"' in response.content.decode()
     assert DemoResult.objects.count() == 0

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from stream import free_port, percentile, random_small_model, start, stop, wait_http, wait_worker  # noqa: E402
 
 SOURCE = "昨天我在花园里画了三条大鱼。"
-CONNECT_AT_ONCE = 50  # sockets opening together (a class arriving), bounded so the handshakes do not time out
+CONNECT_AT_ONCE = 20  # sockets opening together (a class arriving), bounded so the handshakes do not time out
 
 
 def prepare(n_students: int) -> dict[str, Any]:
@@ -131,9 +131,18 @@ class Seat:
         self.errors: list[dict[str, Any]] = []
 
     def take(self, at: float, payload: bytes) -> None:
+        # Step frames are read without parsing them whole: 200 sockets share this process's one core
+        # with the stack, and a full parse of every frame would delay the stamps of the next sockets.
+        if payload.startswith(b'{"type":"token"'):
+            at_seq = payload.find(b'"seq":') + 6
+            end = at_seq
+            while payload[end:end + 1].isdigit():
+                end += 1
+            self.decode.append((at, "token", int(payload[at_seq:end])))
+            return
         frame = orjson.loads(payload)
         kind = frame["type"]
-        if kind in ("start", "token", "beams", "done"):
+        if kind in ("start", "beams", "done"):
             self.decode.append((at, kind, frame.get("seq")))
             if kind == "done" and not self.done.done():
                 self.done.set_result(at)
@@ -178,7 +187,13 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
 
     async def seat(i: int, key: str) -> Any:
         async with gate:
-            return await connect(ports[i % len(ports)], path, key)
+            for attempt in range(3):  # a handshake the loaded machine let time out is tried again
+                try:
+                    return await connect(ports[i % len(ports)], path, key)
+                except (TimeoutError, OSError):
+                    if attempt == 2:
+                        raise
+        raise AssertionError("unreachable")
 
     console = await connect(ports[0], path, prepared["teacher"])
     students = await asyncio.gather(*(seat(i, key) for i, key in enumerate(prepared["students"])))

@@ -15,13 +15,15 @@ import orjson
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 
-from webapp.classroom import services
+from webapp.classroom import history, questions, services
+from webapp.classroom import socket_state as stored
+from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LiveSession, Question
 from webapp.classroom.presence import presence_change
 from webapp.classroom.relay import SessionRelay, event_message, relay_target, relays, session_group
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
-from webapp.classroom.services import ClassroomError
 from webapp.core.loops import per_loop
 from webapp.core.sockets import JsonSocket
 from webapp.playground.handoff import handoff
@@ -32,7 +34,6 @@ from webapp.playground.services import (
     decode_step,
     ended_state,
     new_job,
-    playground_redis,
     request_resync,
 )
 
@@ -69,7 +70,7 @@ class Coalescer:
 
     async def _send(self, code: str, question_id: int) -> None:
         self.pending.discard(question_id)
-        counts = await _db(services.live_counts)(question_id)
+        counts = await _db(questions.live_counts)(question_id)
         frame = {"type": "answers", "question": question_id, "counts": counts, "total": sum(counts.values())}
         await get_channel_layer().group_send(session_group(code), event_message(frame, to="console"))
 
@@ -93,11 +94,11 @@ class ClassroomSocket(JsonSocket):
         self.drives = await _db(services.can_drive)(user, session)
         self.seated = not self.drives and await _db(services.session_join)(user=user, session=session) is not None
         self.relay: SessionRelay = await relays().join(
-            self, self.code, request_id=session.state.get("request_id"), question=await _db(_open_public)(session),
-            on_final=_record_run)
+            self, self.code, request_id=session.state.get("request_id"), question=await _db(stored.open_public)(session),
+            on_final=stored.run_record)
         self.present = True
         await presence_change(self.code, self.user_id, +1, student=not self.drives)
-        await self.send_json(await _db(_snapshot)(session, user, self.drives, self.relay))
+        await self.send_json(await _db(stored.snapshot)(session, user, self.drives, self.relay))
         await self._send_state(session)
 
     async def disconnect(self, code: int) -> None:
@@ -124,7 +125,7 @@ class ClassroomSocket(JsonSocket):
             relay.waiting.append(self)
             await _redis(request_resync)(request_id)
             return
-        frames = await _db(services.run_frames)(request_id)
+        frames = await _db(history.run_frames)(request_id)
         if frames is None:
             text = await _redis(ended_state)(request_id)
             frames = json.loads(text)["frames"] if text else []
@@ -149,7 +150,7 @@ class ClassroomSocket(JsonSocket):
         session = await self._session()
         if session is None:
             return None
-        if not await _db(_drives_now)(self.user_id, session):
+        if not await _db(stored.drives_now)(self.user_id, session):
             await self.send_error("forbidden", "only the session's instructor (or an admin) drives it")
             return None
         return session
@@ -181,7 +182,7 @@ class ClassroomSocket(JsonSocket):
         state = {"source": request.source, "params": {**request.params, "step_mode": request.step_mode,
                                                       "pace_ms": request.pace_ms},
                  "request_id": job["request_id"], "running": True, "tokens": [], "driver": self.user_id}
-        await _db(_begin_run)(session, model_name, state, job["request_id"])
+        await _db(stored.run_begin)(session, model_name, state, job["request_id"])
         try:
             refusal = await handoff().send(job)
         except Exception:
@@ -190,12 +191,26 @@ class ClassroomSocket(JsonSocket):
         if refusal is not None:
             await _db(services.session_state_update)(session=session, running=False)
             await self.send_error(refusal.code, refusal.message)
+            return
+        asyncio.ensure_future(self._watch(job["request_id"]))
+
+    async def _watch(self, request_id: str) -> None:
+        """No frame of the run within PLAYGROUND_QUEUE_WAIT_S: no worker took it; say so and free its slot."""
+        await asyncio.sleep(settings.PLAYGROUND_QUEUE_WAIT_S)
+        if self.relay.request_id == request_id or getattr(self, "closing", False):
+            return
+        session = await _db(services.session_by_code)(self.code)
+        if session is None or session.state.get("request_id") != request_id:
+            return  # a newer run took its place
+        await _redis(decode_cancel)(user_id=self.user_id, request_ids=[request_id])
+        await _db(services.session_state_update)(session=session, running=False)
+        await self.send_error("no_worker", "no decoding worker took this run in time; try again in a minute")
 
     async def _cancel_running(self, session: LiveSession) -> None:
         state = session.state
         if state.get("running") and state.get("request_id"):
             await _redis(decode_cancel)(user_id=state.get("driver") or self.user_id, request_ids=[state["request_id"]])
-        await _db(services.questions_close)(session=session)
+        await _db(questions.questions_close)(session=session)
         if self.relay.held_seq is not None:
             await self._publish({"type": "question_closed"})
 
@@ -237,16 +252,16 @@ class ClassroomSocket(JsonSocket):
         if session is None:
             return
         try:
-            spec = services.parse_question(frame)
+            spec = questions.parse_question(frame)
             request_id, seq, options = None, None, None
             if spec.kind != Question.CHOICE:
                 request_id, seq, options = self._next_step(session, spec.kind)
-            question = await _db(services.question_open)(session=session, spec=spec, request_id=request_id, seq=seq,
+            question = await _db(questions.question_open)(session=session, spec=spec, request_id=request_id, seq=seq,
                                                          options=options)
         except ClassroomError as error:
             await self.send_error(error.code, error.message)
             return
-        public = _public_question(question)
+        public = stored.public_question(question)
         if seq is None:
             await self._publish(public)
             return
@@ -273,7 +288,7 @@ class ClassroomSocket(JsonSocket):
         session = await self._driven()
         if session is None:
             return
-        question = await _db(services.open_question)(session)
+        question = await _db(questions.open_question)(session)
         if question is None:
             await self.send_error("not_open", "no question is open")
             return
@@ -295,8 +310,8 @@ class ClassroomSocket(JsonSocket):
         if answer is None:
             await self.send_error("no_answer", "the model's frame does not carry what this question asks")
             return
-        results = await _db(_reveal)(question, answer, options)
-        counts = await _db(services.answer_counts)(question)
+        results = await _db(stored.reveal_store)(question, answer, options)
+        counts = await _db(questions.answer_counts)(question)
         reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": answer,
                   "counts": counts, "total": sum(counts.values())}
         await self._publish(reveal, results={str(uid): list(r) for uid, r in results.items()})
@@ -314,7 +329,7 @@ class ClassroomSocket(JsonSocket):
         session = await self._driven()
         if session is None:
             return
-        if await _db(services.questions_close)(session=session) == 0:
+        if await _db(questions.questions_close)(session=session) == 0:
             await self.send_error("not_open", "no question is open")
             return
         await self._publish({"type": "question_closed"})
@@ -335,7 +350,7 @@ class ClassroomSocket(JsonSocket):
             return
         question = frame.get("question")
         try:
-            choice = await _db(services.answer_submit)(session_id=self.session_id, user_id=self.user_id,
+            choice = await _db(questions.answer_submit)(session_id=self.session_id, user_id=self.user_id,
                                                       question_id=question, choice=frame.get("choice"))
         except ClassroomError as error:
             await self.send_error(error.code, error.message)
@@ -352,106 +367,14 @@ class ClassroomSocket(JsonSocket):
         kind = frame.get("type")
         if kind == "reveal":
             if self.drives:
-                frame = {**frame, "scores": await _db(_scores)(self.code)}
+                frame = {**frame, "scores": await _db(stored.scores_of_class)(self.code)}
             else:
                 right, score = message.get("results", {}).get(str(self.user_id), (None, None))
                 frame = {**frame, "you": {"answered": right is not None, "correct": right, "score": score}}
                 if score is None:
-                    frame["you"]["score"] = await _db(_score)(self.code, self.user_id)
+                    frame["you"]["score"] = await _db(stored.score_of_user)(self.code, self.user_id)
         elif kind == "presence" and not self.drives:
             frame = {"type": "presence", "count": frame.get("count", 0)}
         await self.send(text_data=orjson.dumps(frame).decode())
         if kind == "ended":
             await self.close(code=4404)
-
-
-# -- database helpers (run in threads) -------------------------------------------------------------
-
-
-def _drives_now(user_id: int, session: LiveSession) -> bool:
-    from django.contrib.auth import get_user_model
-
-    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
-    return user is not None and services.can_drive(user, session)
-
-
-def _open_public(session: LiveSession) -> dict[str, Any] | None:
-    question = services.open_question(session)
-    return _public_question(question) if question is not None else None
-
-
-def _begin_run(session: LiveSession, model_name: str, state: dict[str, Any], request_id: str) -> None:
-    if model_name != session.model_name:
-        session.model_name = model_name
-        session.save(update_fields=["model_name"])
-    services.session_state_update(session=session, **state)
-    services.run_started(session=session, request_id=request_id, source=state["source"], params=state["params"])
-
-
-def _reveal(question: Question, answer: str, options: list[str]) -> dict[int, tuple[bool, int]]:
-    if options != question.options:
-        question.options = options
-        question.save(update_fields=["options"])
-    return services.question_reveal(question=question, answer=answer)
-
-
-def _scores(code: str) -> list[dict[str, Any]]:
-    session = services.session_by_code(code)
-    return services.class_scores(session) if session is not None else []
-
-
-def _score(code: str, user_id: int) -> int:
-    session = services.session_by_code(code)
-    return services.scores_by_user(session).get(user_id, 0) if session is not None else 0
-
-
-def _public_question(question: Question) -> dict[str, Any]:
-    """A question as every screen sees it (never the answer before the reveal)."""
-    return {"type": "question", "id": question.pk, "kind": question.kind, "prompt": question.prompt,
-            "options": question.options, "seq": question.seq, "layer": question.layer, "head": question.head}
-
-
-def _snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay) -> dict[str, Any]:
-    """The first frame: the session, its views, the open question and this user's answer and score."""
-    state = session.state
-    question = services.open_question(session)
-    snapshot: dict[str, Any] = {
-        "type": "session", "code": session.code, "title": session.title, "model": session.model_name,
-        "role": "console" if drives else "student", "source": state.get("source", ""),
-        "params": state.get("params", {}), "views": state.get("views", []), "layer": state.get("layer"),
-        "head": state.get("head", "mean"), "request_id": state.get("request_id"),
-        "running": bool(state.get("running")), "question": None, "presence": 0,
-    }
-    if question is not None:
-        public = _public_question(question)
-        if question.kind == Question.NEXT_TOKEN and not public["options"] and relay.held_seq is not None:
-            held = relay.frame(question.request_id, question.seq)
-            public["options"] = next_token_options(held) if held is not None else []
-        snapshot["question"] = public
-        snapshot["my_answer"] = services.my_answer(question, user)
-        if drives:
-            counts = services.live_counts(question.pk)
-            snapshot["counts"] = {"question": question.pk, "counts": counts, "total": sum(counts.values())}
-    if drives:
-        snapshot["scores"] = services.class_scores(session)
-    else:
-        snapshot["score"] = services.score_of(session, user)
-    return snapshot
-
-
-async def _record_run(relay: SessionRelay, request_id: str) -> None:
-    """Keep the transcript of a run that just ended, once for all web processes (the first to claim it)."""
-    claimed = await _redis(playground_redis().set)(f"classroom:saved:{request_id}", "1", nx=True, ex=SAVED_TTL_S)
-    if not claimed:
-        return
-    frames = [orjson.loads(text) for text in relay.frames] if relay.complete else None
-    for _ in range(10) if frames is None else ():
-        text = await _redis(ended_state)(request_id)
-        if text:
-            frames = json.loads(text)["frames"]
-            break
-        await asyncio.sleep(0.1)
-    try:
-        await _db(services.run_finished)(request_id=request_id, frames=frames or [])
-    except Exception:
-        log.exception("could not keep the transcript of %s", request_id)

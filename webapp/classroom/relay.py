@@ -62,7 +62,7 @@ class Seat(Protocol):
 class SessionRelay:
     def __init__(self, code: str, on_final: Any) -> None:
         self.code = code
-        self.sockets: set[Any] = set()
+        self.sockets: dict[Any, None] = {}  # in the order they joined
         self.channel: str | None = None
         self.task: asyncio.Task[None] | None = None
         self.request_id: str | None = None
@@ -239,7 +239,7 @@ class Relays:
                 relay = SessionRelay(code, on_final)
                 await relay.start(request_id=request_id, question=question)
                 self.by_code[code] = relay
-            relay.sockets.add(socket)
+            relay.sockets[socket] = None
             return relay
 
     async def leave(self, socket: Any, code: str) -> None:
@@ -247,7 +247,7 @@ class Relays:
             relay = self.by_code.get(code)
             if relay is None:
                 return
-            relay.sockets.discard(socket)
+            relay.sockets.pop(socket, None)
             if socket in relay.waiting:
                 relay.waiting.remove(socket)
             if not relay.sockets:

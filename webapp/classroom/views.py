@@ -15,10 +15,11 @@ from django.views.decorators.http import require_POST
 
 from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.accounts.roles import Role, has_role
+from webapp.classroom import history as transcripts
 from webapp.classroom import services
 from webapp.classroom.codes import LENGTH, looks_like_code, normalize_code
+from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import VIEWS, LiveSession
-from webapp.classroom.services import ClassroomError
 from webapp.playground.examples import examples_for
 from webapp.playground.protocol import MAX_BEAMS
 from webapp.playground.views import _strings as playground_strings
@@ -157,7 +158,7 @@ def history(request: HttpRequest, code: str) -> HttpResponse:
     session = _session_or_404(code)
     _may_read(request, session)
     context = {"session": session, "drives": services.can_drive(request.user, session),
-               "strings": _strings(), **services.history(session)}
+               "strings": _strings(), **transcripts.session_history(session)}
     return render(request, "classroom/history.html", context)
 
 
@@ -166,7 +167,7 @@ def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
     session = _session_or_404(code)
     if not services.can_drive(request.user, session):
         raise PermissionDenied(_("Only this session's instructor downloads its answers."))
-    response = HttpResponse(services.answers_csv(session), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(transcripts.answers_csv(session), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="classroom-{session.code}-answers.csv"'
     return response
 

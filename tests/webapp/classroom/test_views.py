@@ -126,13 +126,8 @@ def test_an_ended_session_sends_participants_to_its_history_and_refuses_newcomer
 
 def test_the_csv_holds_every_answer_and_defuses_formulas(client_as, session, student, instructor):
     from webapp.classroom.models import Question
-    from webapp.classroom.services import (
-        QuestionSpec,
-        answer_submit,
-        question_open,
-        question_reveal,
-        session_join,
-    )
+    from webapp.classroom.questions import QuestionSpec, answer_submit, question_open, question_reveal
+    from webapp.classroom.services import session_join
 
     session_join(user=student, session=session)
     question = question_open(session=session, spec=QuestionSpec("choice", "Which?", ["=1+1", "b"]),

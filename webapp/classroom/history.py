@@ -1,0 +1,65 @@
+"""A session's transcript: its runs as the worker streamed them, its questions and answers, the CSV."""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from django.utils import timezone
+
+from webapp.classroom.models import Answer, LiveSession, Run
+from webapp.classroom.questions import answer_counts
+from webapp.classroom.services import session_state_update
+
+
+def run_started(*, session: LiveSession, request_id: str, source: str, params: dict[str, Any]) -> Run:
+    return Run.objects.create(session=session, request_id=request_id, source=source, params=params)
+
+
+def run_finished(*, request_id: str, frames: list[dict[str, Any]]) -> None:
+    """Keep a run's frames (the transcript the history page replays), its text and why it stopped."""
+    run = Run.objects.filter(request_id=request_id).first()
+    if run is None:
+        return
+    final = frames[-1] if frames else {}
+    run.frames = frames
+    run.text = str(final.get("text", ""))[:10_000]
+    run.reason = str(final.get("reason") or final.get("code") or "")[:32]
+    run.ended = timezone.now()
+    run.save(update_fields=["frames", "text", "reason", "ended"])
+    tokens = [f.get("token") for f in frames if f.get("type") == "token"]
+    session = run.session
+    if session.state.get("request_id") == request_id:
+        session_state_update(session=session, tokens=tokens, running=False)
+
+
+def session_history(session: LiveSession) -> dict[str, Any]:
+    """A session's transcript: its runs, its questions with their counts and reveals."""
+    questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count()}
+                 for q in session.questions.all()]
+    return {"runs": list(session.runs.all()), "questions": questions}
+
+
+def answers_csv(session: LiveSession) -> str:
+    """Every answer of the session: question, kind, step, student, answer, right, model's answer, when."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["question", "kind", "prompt", "step", "student", "answer", "correct", "model_answer", "answered_at"])
+    answers = (Answer.objects.filter(question__session=session)
+               .select_related("question", "participant__user").order_by("question__created", "at"))
+    for a in answers:
+        q = a.question
+        writer.writerow([q.pk, q.kind, q.prompt, "" if q.seq is None else q.seq, a.participant.user.get_username(),
+                         _safe_cell(a.choice), "" if a.correct is None else int(a.correct), _safe_cell(q.answer),
+                         a.at.isoformat()])
+    return out.getvalue()
+
+
+def _safe_cell(value: str) -> str:
+    """A cell a spreadsheet will not run as a formula (students type their answers)."""
+    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+
+
+def run_frames(request_id: str) -> list[dict[str, Any]] | None:
+    run = Run.objects.filter(request_id=request_id).first()
+    return run.frames if run is not None and run.ended is not None else None

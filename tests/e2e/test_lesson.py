@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fixtures.demo import sign_in
+from tests.webapp.lesson.seats import seat
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -62,6 +63,9 @@ def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_se
     page.goto(asgi_server + "/lesson/glossary/")
     assert "交叉注意力" in page.get_by_test_id("glossary").inner_text()
 
+    from django.contrib.auth.models import User
+
+    seat(User.objects.get(username="student"), User.objects.get(username="instructor"))
     teacher = page_factory("en-US")
     sign_in(teacher, asgi_server, "instructor")
     teacher.goto(asgi_server + "/lesson/progress/")

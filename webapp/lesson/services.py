@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery.exceptions import TimeoutError as CeleryTimeout
+from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -211,8 +212,17 @@ def progress_table(*, students: QuerySet) -> list[dict[str, Any]]:
     return rows
 
 
-def lesson_students() -> QuerySet:
-    """Every student account (no classroom relates students to instructors yet, so an instructor sees all)."""
-    from webapp.accounts.roles import STUDENTS
+def lesson_students(*, viewer: Any) -> tuple[QuerySet, bool]:
+    """The students whose progress this viewer sees, and whether a class decides it.
 
-    return get_user_model().objects.filter(groups__name=STUDENTS, is_staff=False).order_by("username")
+    With the classroom app, an instructor sees the students who joined one of their live sessions (admins see
+    everyone); without it nothing relates students to instructors, so every instructor sees every student.
+    """
+    from webapp.accounts.roles import STUDENTS, Role, has_role
+
+    students = get_user_model().objects.filter(groups__name=STUDENTS, is_staff=False).order_by("username")
+    if has_role(viewer, Role.ADMIN) or not django_apps.is_installed("webapp.classroom"):
+        return students, False
+    participant = django_apps.get_model("classroom", "Participant")
+    joined = participant.objects.filter(session__instructor=viewer).values("user")
+    return students.filter(pk__in=joined), True

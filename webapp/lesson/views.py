@@ -141,6 +141,7 @@ def reveal(request: HttpRequest, exercise_id: str) -> HttpResponse:
 
 @instructors_only
 def progress(request: HttpRequest) -> HttpResponse:
-    """Every student's progress through the lesson's pages."""
-    return render(request, "lesson/progress.html", {"rows": progress_table(students=lesson_students()),
-                                                    "pages": _pages()})
+    """Each student's progress through the lesson's pages: an instructor's own students, or all of them."""
+    students, by_class = lesson_students(viewer=request.user)
+    return render(request, "lesson/progress.html", {"rows": progress_table(students=students), "pages": _pages(),
+                                                    "by_class": by_class})

@@ -67,6 +67,10 @@ const handlers = {
   start(frame) {
     begin(frame);
   },
+  run(frame) {
+    state.session = { ...state.session, ...frame };
+    fork(state.session);
+  },
   token: step,
   beams: step,
   done(frame) {
@@ -213,7 +217,7 @@ function fork(session) {
   if (!link) return;
   const query = new URLSearchParams({ model: session.model, source: session.source || "",
                                       strategy: session.params?.strategy || "greedy" });
-  link.href = `/playground/?${query}`;
+  link.href = `${location.origin}/playground/?${query}`;
 }
 
 // -- the question ----------------------------------------------------------------------------------

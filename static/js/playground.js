@@ -151,6 +151,11 @@ source.addEventListener("paste", (event) => {
   $("pg-source-note").textContent = pasted.length > room
     ? say("trimmed", { pasted: pasted.length, kept: Math.max(0, room), max: limit }) : "";
 });
+// A live session's Fork opens this page with the session's source and strategy (?source=&strategy=).
+const forked = new URLSearchParams(location.search);
+if (forked.has("source")) source.value = forked.get("source").slice(0, limit);
+const forkedStrategy = [...form.elements.strategy].find((radio) => radio.value === forked.get("strategy"));
+if (forkedStrategy) forkedStrategy.checked = true;
 countChars();
 $("pg-model-card").addEventListener("click", (event) => {
   const chip = event.target.closest("[data-example]");

@@ -79,3 +79,9 @@ def test_two_students_follow_the_instructor_step_by_step_and_answer_a_question(
     assert all(fourth in result for result in results)
     assert sum(result.startswith("Right") for result in results) <= 1  # they picked different tokens
     assert ann.get_by_test_id("score").inner_text().startswith("Your score:")
+
+    # Fork: the playground opens with the session's model, source and strategy, for the student alone
+    ann.goto(ann.get_by_test_id("fork").get_attribute("href"))
+    assert ann.get_by_test_id("source").input_value() == SENTENCE
+    assert ann.get_by_test_id("model-picker").input_value() == zh_en
+    assert ann.locator("input[name=strategy][value=greedy]").is_checked()

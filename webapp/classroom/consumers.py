@@ -193,6 +193,9 @@ class ClassroomSocket(JsonSocket):
             await self.send_error(refusal.code, refusal.message)
             return
         asyncio.ensure_future(self._watch(job["request_id"]))
+        # What the students' Fork opens: the worker's frames carry the source's tokens, not its text.
+        await self._publish({"type": "run", "model": model_name, "source": request.source,
+                             "params": {"strategy": request.params.get("strategy", "greedy")}})
 
     async def _watch(self, request_id: str) -> None:
         """No frame of the run within PLAYGROUND_QUEUE_WAIT_S: no worker took it; say so and free its slot."""

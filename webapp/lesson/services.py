@@ -101,12 +101,19 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
     return DemoAnswer(answer["result"], cached=False)
 
 
+def workers_present(queue: str) -> bool | None:
+    """Whether a worker of this queue published its presence lately; None when Redis does not answer."""
+    try:
+        return bool(workers_by_queue(presence_client()).get(queue))
+    except RedisError:
+        return None
+
+
 def _require_a_worker() -> None:
     """Refuse at once when no interactive worker has published its presence (instead of waiting DEMO_WAIT_S)."""
-    try:
-        present = workers_by_queue(presence_client()).get("interactive")
-    except RedisError:
-        raise DemoRefused("unavailable", "the task queue does not answer; try again in a moment") from None
+    present = workers_present("interactive")
+    if present is None:
+        raise DemoRefused("unavailable", "the task queue does not answer; try again in a moment")
     if not present:
         raise DemoRefused("no_worker", "no worker is running demonstrations right now")
 

@@ -25,6 +25,7 @@ from webapp.lesson.services import (
     progress_visit,
     training_latest,
     training_request,
+    workers_present,
 )
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
@@ -123,7 +124,8 @@ def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
 
 def _run_panel(request: HttpRequest, run: TrainingRun) -> HttpResponse:
     figures = figures_for(run.kind, run.result) if run.status == TrainingRun.Status.SUCCEEDED else {}
-    return render(request, "lesson/partials/run.html", {"run": run, "figures": figures})
+    waiting = run.status == TrainingRun.Status.QUEUED and workers_present("experiments") is False
+    return render(request, "lesson/partials/run.html", {"run": run, "figures": figures, "no_worker": waiting})
 
 
 @signed_in

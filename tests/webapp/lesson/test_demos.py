@@ -78,6 +78,11 @@ def test_a_busy_worker_is_reported_not_waited_for_ever(client_as, student, zh_en
     assert DemoResult.objects.count() == 0
 
 
+def test_a_queued_run_without_a_worker_says_so(client_as, student, empty_training_queue):
+    panel = client_as(student).post("/lesson/train/ffn/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-testid="run-no-worker"' in panel and 'hx-trigger="every 1s"' in panel
+
+
 def test_the_mask_comparison_trains_on_a_worker_with_progress(client_as, student, start_worker, empty_training_queue):
     start_worker("experiments")
     client = client_as(student)

@@ -207,13 +207,15 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
 
     expected = args.tokens + 2  # start, the tokens, done
     latencies, received, out_of_order = [], 0, 0
-    for client in students:
+    quarters: list[list[float]] = [[], [], [], []]  # by the order the sockets joined (the relay's order)
+    for index, client in enumerate(students):
         last = -1
         for at, kind, seq in client.seat.decode:
             received += 1
             key = str(seq) if kind in ("token", "beams") else kind
             if key in sniffer.published:
                 latencies.append((at - sniffer.published[key]) * 1000)
+                quarters[index * 4 // len(students)].append(latencies[-1])
             if seq is not None:
                 out_of_order += seq != last + 1
                 last = seq
@@ -245,6 +247,7 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
         "out_of_order": out_of_order,
         "latency_p50_ms": round(percentile(latencies, 50), 2), "latency_p99_ms": round(percentile(latencies, 99), 2),
         "latency_max_ms": round(max(latencies, default=float("nan")), 2),
+        "latency_p50_by_join_quarter_ms": [round(percentile(q, 50), 2) for q in quarters],
         "answers_sent": len(sent), "answers_counted": counted,
         "histogram_p50_ms": round(percentile(shown_ms, 50), 1), "histogram_p99_ms": round(percentile(shown_ms, 99), 1),
         "errors": errors[:5],

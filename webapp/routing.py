@@ -7,6 +7,7 @@ from webapp.classroom.consumers import ClassroomSocket
 from webapp.core.consumers import NotifyConsumer
 from webapp.core.socket_edge import NoSuchSocket
 from webapp.experiments.consumers import ExperimentSocket
+from webapp.lesson.consumers import TrainingRunSocket
 from webapp.playground.consumers import DecodeConsumer
 from webapp.training.consumers import TrainingJobConsumer
 
@@ -14,6 +15,7 @@ websocket_urlpatterns = [
     path("ws/notify/", NotifyConsumer.as_asgi()),
     path("ws/training/<int:job_id>/", TrainingJobConsumer.as_asgi()),
     path("ws/experiments/<int:run_id>/", ExperimentSocket.as_asgi()),
+    path("ws/lesson/runs/<int:run_id>/", TrainingRunSocket.as_asgi()),
     path("ws/decode/", DecodeConsumer.as_asgi()),
     path("ws/classroom/<str:code>/", ClassroomSocket.as_asgi()),
     re_path(r"", NoSuchSocket.as_asgi()),  # last: any other path is refused, not a 500

@@ -1,5 +1,8 @@
-// Lesson pages: draw every figure set a demonstration or a training run brings (htmx swaps them in).
+// Lesson pages: draw every figure set a demonstration brings (htmx swaps them in), and follow a training
+// comparison live over /ws/lesson/runs/<id>/ (progress and the loss of each arm), then swap in its result.
+import { chartLabel } from "./chart_labels.js";
 import { plot } from "./figure_style.js";
+import { liveSocket } from "./socket.js";
 
 function draw(root) {
   const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
@@ -16,8 +19,49 @@ function draw(root) {
   }
 }
 
-draw(document);
-document.body.addEventListener("htmx:afterSettle", () => draw(document));
+function follow(panel) {
+  if (panel.dataset.following || ["succeeded", "failed"].includes(panel.dataset.status)) return;
+  panel.dataset.following = "1";
+  const status = panel.querySelector(".run-status");
+  const bar = panel.querySelector(".progress-bar");
+  const live = panel.querySelector(".live-loss");
+  const arms = new Map(); // arm label -> trace index
+  const setProgress = (p) => {
+    const percent = Math.round(p * 100);
+    bar.firstElementChild.style.width = `${percent}%`;
+    bar.setAttribute("aria-valuenow", percent);
+    status.textContent = `${status.dataset.training} ${percent}%`;
+  };
+  const finish = () => {
+    socket.close();
+    htmx.ajax("GET", panel.dataset.runUrl, { target: panel, swap: "outerHTML" });
+  };
+  const onFrame = (frame) => {
+    if (frame.type === "progress") {
+      setProgress(frame.progress);
+      if (live.hidden) {
+        live.hidden = false;
+        plot(live, [], { title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } },
+                         yaxis: { title: { text: chartLabel("loss") }, type: "log" } });
+      }
+      if (!arms.has(frame.arm)) {
+        arms.set(frame.arm, arms.size);
+        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: frame.arm });
+      }
+      Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
+    }
+    if (["done", "failed"].includes(frame.type) || ["succeeded", "failed"].includes(frame.status)) finish();
+  };
+  const socket = liveSocket(`/ws/lesson/runs/${panel.dataset.runId}/`, { onFrame });
+}
+
+function setUp() {
+  draw(document);
+  document.querySelectorAll(".run[data-run-id]").forEach(follow);
+}
+
+setUp();
+document.body.addEventListener("htmx:afterSettle", setUp);
 
 // A token button in a result re-runs its demonstration with that token as the query.
 document.body.addEventListener("click", (event) => {

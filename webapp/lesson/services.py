@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from redis.exceptions import RedisError
 
 from webapp.celery import app
+from webapp.core.feed import Feed, group_frame
 from webapp.core.presence import presence_client, workers_by_queue
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
@@ -30,6 +31,7 @@ TRAIN_KINDS = ("mask", "ffn")
 DEFAULT_MODEL = "zh-en-post"  # the paper's Post-LN layout
 DEFAULT_SENTENCE = "我的猫追了一只老鼠。"
 INT_PARAMS = ("layer", "head", "query", "norm")
+PROGRESS_EVERY_S = 0.25  # at most four progress frames a second per run
 
 
 class DemoRefused(Exception):
@@ -154,29 +156,49 @@ def training_latest(*, kind: str) -> TrainingRun | None:
     return TrainingRun.objects.filter(key=_key("train", kind, {})).first()
 
 
-def training_execute(*, run_id: int) -> None:
-    """In the worker: train the comparison, writing its progress to the row (the page polls it)."""
-    from modelcore.lesson import run_training
+def run_group(run_id: int) -> str:
+    """The channel-layer group every socket watching lesson run `run_id` joins."""
+    return f"lesson-run-{run_id}"
 
+
+def training_execute(*, run_id: int) -> None:
+    """In the worker: train the comparison; progress goes to the run's sockets (and, less often, to its row)."""
     run = TrainingRun.objects.get(pk=run_id)
     if run.status == TrainingRun.Status.SUCCEEDED:
-        return
+        return  # delivered twice (acks_late): the first delivery finished it
     run.status, run.progress = TrainingRun.Status.RUNNING, 0.0
     run.save(update_fields=["status", "progress", "updated_at"])
-    shown = [0.0]
+    group = run_group(run_id)
+    feed = Feed(name=group, interval=PROGRESS_EVERY_S)
+    try:
+        feed.send(group, group_frame({"type": "state", "status": run.status, "progress": 0.0}))
+        _train(run, feed, group)
+    finally:
+        feed.close()
+
+
+def _train(run: TrainingRun, feed: Feed, group: str) -> None:
+    from modelcore.lesson import run_training
+
+    saved = [0.0]
 
     def report(info: dict[str, Any]) -> None:
-        if info["progress"] - shown[0] >= 0.02:
-            shown[0] = info["progress"]
-            TrainingRun.objects.filter(pk=run_id).update(progress=round(info["progress"], 3))
+        progress = round(float(info["progress"]), 4)
+        frame = {"type": "progress", "progress": progress, **{k: info[k] for k in ("arm", "step", "steps", "loss")}}
+        feed.latest(group, group_frame(frame), force=progress >= 1)
+        if progress - saved[0] >= 0.02:
+            saved[0] = progress
+            TrainingRun.objects.filter(pk=run.pk).update(progress=progress)
 
     try:
         result = run_training(run.kind, run.params, on_progress=report)
     except Exception as error:  # a failed run must end marked failed, never stay running
-        logger.exception("lesson training run %s failed", run_id)
-        TrainingRun.objects.filter(pk=run_id).update(status=TrainingRun.Status.FAILED, error=str(error)[:500])
+        logger.exception("lesson training run %s failed", run.pk)
+        TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.FAILED, error=str(error)[:500])
+        feed.send(group, group_frame({"type": "failed", "message": str(error)[:500]}))
         return
-    TrainingRun.objects.filter(pk=run_id).update(status=TrainingRun.Status.SUCCEEDED, progress=1.0, result=result)
+    TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.SUCCEEDED, progress=1.0, result=result)
+    feed.send(group, group_frame({"type": "done", "status": TrainingRun.Status.SUCCEEDED, "progress": 1.0}))
 
 
 def progress_visit(*, user: Any, page: str) -> None:

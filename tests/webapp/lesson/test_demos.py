@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 
+from tests.fixtures.sockets import socket_for
 from webapp.lesson.models import DemoResult, TrainingRun
+from webapp.lesson.services import training_request
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 SENTENCE = "我的猫追了一只老鼠。"
@@ -80,29 +83,39 @@ def test_a_busy_worker_is_reported_not_waited_for_ever(client_as, student, zh_en
 
 def test_a_queued_run_without_a_worker_says_so(client_as, student, empty_training_queue):
     panel = client_as(student).post("/lesson/train/ffn/", HTTP_HX_REQUEST="true").content.decode()
-    assert 'data-testid="run-no-worker"' in panel and 'hx-trigger="every 1s"' in panel
+    assert 'data-testid="run-no-worker"' in panel and "data-run-id=" in panel
 
 
-def test_the_mask_comparison_trains_on_a_worker_with_progress(client_as, student, start_worker, empty_training_queue):
-    start_worker("experiments")
-    client = client_as(student)
-    panel = client.post("/lesson/train/mask/", HTTP_HX_REQUEST="true").content.decode()
-    assert 'hx-trigger="every 1s"' in panel
-    run = TrainingRun.objects.get()
-    seen = set()
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        seen.add(round(run.progress, 1))
-        if run.finished:
-            break
-        time.sleep(0.5)
-    assert run.status == "succeeded", run.error
-    assert len(seen) > 2  # progress moved while it trained
+async def test_the_mask_comparison_trains_on_a_worker_and_its_socket_sees_progress(client_as, student, start_worker,
+                                                                                    empty_training_queue):
+    await sync_to_async(start_worker)("experiments")
+    client = await sync_to_async(client_as)(student)
+    run = await database_sync_to_async(training_request)(user=student, kind="mask")  # queued for the worker
+    ws = await socket_for(f"/ws/lesson/runs/{run.pk}/", student)
+    assert (await ws.connect())[0]
+    first = await ws.receive_json_from(timeout=10)
+    assert first["type"] == "state" and first["kind"] == "mask"
+    frames = [first]
+    while frames[-1]["type"] not in ("done", "failed"):
+        frames.append(await ws.receive_json_from(timeout=180))
+    await ws.disconnect()
+    assert frames[-1]["type"] == "done", frames[-1]
+    progress = [f for f in frames if f["type"] == "progress"]
+    assert len(progress) > 3 and {f["arm"] for f in progress} == {"causal mask", "no mask"}
+    assert all(a["progress"] <= b["progress"] for a, b in zip(progress, progress[1:], strict=False))
+    await database_sync_to_async(run.refresh_from_db)()
+    assert run.status == "succeeded"
     causal, unmasked = run.result["arms"]
     assert unmasked["final_loss"] < causal["final_loss"] and unmasked["exact_match"] < causal["exact_match"]
-    done = client.get(f"/lesson/runs/{run.pk}/").content.decode()
-    assert "every 1s" not in done and set(figures_of(client.get(f"/lesson/runs/{run.pk}/"))) == {"loss", "scores"}
-    assert client.post("/lesson/train/mask/", HTTP_HX_REQUEST="true")  # asking again finds the same run
-    assert TrainingRun.objects.count() == 1
-    assert client.post("/lesson/train/nope/").status_code == 404
+    done = await sync_to_async(client.get)(f"/lesson/runs/{run.pk}/")
+    assert set(figures_of(done)) == {"loss", "scores"}
+    again = await sync_to_async(client.post)("/lesson/train/mask/", HTTP_HX_REQUEST="true")
+    assert f'data-run-id="{run.pk}"' in again.content.decode()  # asking again finds the same run
+    assert await database_sync_to_async(TrainingRun.objects.count)() == 1
+    assert (await sync_to_async(client.post)("/lesson/train/nope/")).status_code == 404
+
+
+async def test_a_socket_for_no_such_run_is_told_so(student):
+    ws = await socket_for("/ws/lesson/runs/999999/", student)
+    await ws.connect()
+    assert (await ws.receive_json_from())["code"] == "not_found"

@@ -33,10 +33,15 @@ def test_only_an_admin_is_offered_training_and_the_django_admin(client_as, stude
 
 
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
-def test_the_home_page_promises_no_lesson_or_live_session(client_as, student, instructor, language):
+def test_the_home_page_promises_no_lesson(client_as, student, instructor, language):
     for user in (student, instructor):
         client = client_as(user)
         client.cookies["django_language"] = language
         html = client.get("/").content.decode().lower()
-        for unshipped in ("/lesson/", "/classroom/", "lesson", "live session", "课程", "实时课堂"):
+        for unshipped in ("/lesson/", "lesson", "课程"):
             assert unshipped not in html, (user.username, language, unshipped)
+
+
+def test_students_and_instructors_are_offered_the_live_sessions(client_as, student, instructor):
+    for user in (student, instructor):
+        assert "/classroom/" in links_of(client_as(user).get("/").content.decode()), user.username

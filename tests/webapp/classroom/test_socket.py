@@ -196,3 +196,57 @@ async def test_ending_the_session_tells_everyone_and_refuses_new_sockets(worker,
     again = await socket_for(f"/ws/classroom/{session.code}/", student)
     assert (await again.connect())[0]
     assert (await until(again, "error"))["code"] == "not_found"
+
+
+async def test_the_console_sees_who_is_present_by_name_and_students_see_no_names(worker, session, instructor,
+                                                                                make_student):
+    console, _ = await seat(session, instructor)
+    ann = await db(make_student)("ann")
+    ws_a, _ = await seat(session, ann)
+    present = await until(console, "presence", count=1)
+    assert present["names"] == ["ann"]
+    ws_b, _ = await seat(session, await db(make_student)("bob"))
+    assert (await until(console, "presence", count=2))["names"] == ["ann", "bob"]
+    await ws_a.disconnect()
+    assert (await until(console, "presence", count=1))["names"] == ["bob"]
+    await console.send_json_to({"type": "question", "kind": "choice", "prompt": "Which?", "options": ["x", "y"]})
+    await until(ws_b, "question")
+    assert await ws_b.receive_nothing(timeout=0.5)  # no presence list, no names, ever reach a student
+    for ws in (console, ws_b):
+        await ws.disconnect()
+
+
+async def test_the_history_keeps_each_run_and_each_question_with_its_counts(worker, session, instructor,
+                                                                            make_student, client_as):
+    console, _ = await seat(session, instructor)
+    ann = await db(make_student)("ann")
+    ws_a, _ = await seat(session, ann)
+    await console.send_json_to({"type": "run", "source": SOURCE, "min_len": 5, "max_len": 5})
+    done = await until(ws_a, "done")
+    await console.send_json_to({"type": "question", "kind": "choice", "prompt": "Which?", "options": ["x", "y"]})
+    question = await until(ws_a, "question")
+    await ws_a.send_json_to({"type": "answer", "question": question["id"], "choice": "y"})
+    await until(ws_a, "answered")
+    await console.send_json_to({"type": "reveal", "answer": "y"})
+    reveal = await until(ws_a, "reveal")
+    assert reveal["you"] == {"answered": True, "correct": True, "score": 1}
+    await console.send_json_to({"type": "end"})
+    await until(ws_a, "ended")
+
+    @db
+    def pages():
+        from webapp.classroom.models import Run
+
+        run = Run.objects.get(session=session)
+        return run, client_as(ann).get(f"/classroom/{session.code}/history/").content.decode()
+
+    run, page = None, ""
+    for _ in range(50):  # the transcript is kept by the web process once the done frame went out
+        run, page = await pages()
+        if run.ended is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert run.text == done["text"] and [f["type"] for f in run.frames][-1] == "done"
+    assert len([f for f in run.frames if f["type"] == "token"]) == 5
+    assert done["text"] in page and "Which?" in page and "y: 1" in page and "x: 0" in page
+    assert 'data-testid="revealed-answer">y<' in page

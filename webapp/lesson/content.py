@@ -66,16 +66,16 @@ ERRATA = {e.id: e for e in (
             "Also, at inference with a small batch size LayerNorm's statistics are unstable, so it usually uses "
             "moving averages accumulated during training.",
             {"zh": "LayerNorm 不保存任何滑动统计量。它对每个位置自己的 d_model 个特征求均值和方差，训练和推理时都一样，"
-                   "所以与 batch 大小无关；它唯一的参数是增益 γ 和偏置 β。使用训练时累积的滑动平均的是 BatchNorm。",
+                   "所以与批大小无关；它唯一的参数是增益 γ 和偏置 β。使用训练时累积的滑动平均的是 BatchNorm。",
              "en": "LayerNorm keeps no running statistics. It takes the mean and variance over each position's own "
                    "d_model features, in training and at inference alike, so the batch size does not matter; its "
                    "only parameters are the gain γ and the bias β. Moving averages from training are BatchNorm's."}),
     Erratum("c", "questions",
             "②推理时batch size可能很小（如batch=1），统计量不稳定。",
             "② at inference the batch size may be small (e.g. batch=1), so the statistics are unstable.",
-            {"zh": "这把训练和推理混在了一起。BatchNorm 在推理时用的是训练中累积的滑动平均，batch=1 也不需要现算统计量。"
-                   "它在 NLP 中真正的问题出在训练时：统计量跨越整个 batch 计算，会混入 padding 位置，"
-                   "并随着 batch 里碰巧放了哪些句子而变化；推理时的滑动平均又和训练时每个 batch 的统计量不一致。",
+            {"zh": "这把训练和推理混在了一起。BatchNorm 在推理时用的是训练中累积的滑动平均，批大小为 1 也不需要现算统计量。"
+                   "它在 NLP 中真正的问题出在训练时：统计量跨越整个批次计算，会混入填充（<pad>）位置，"
+                   "并随着批次里碰巧放了哪些句子而变化；推理时的滑动平均又和训练时每个批次的统计量不一致。",
              "en": "This mixes training and inference. At inference BatchNorm uses the running averages gathered in "
                    "training, so batch=1 needs no statistics of its own. Its real trouble in NLP is in training: its "
                    "statistics span the batch, take in padding positions and change with whichever sentences happen "
@@ -83,15 +83,15 @@ ERRATA = {e.id: e for e in (
     Erratum("d", "questions",
             "这种\"先扩大再缩小\"的设计（bottleneck结构）提供了更大的表示容量",
             "This \"widen, then narrow\" design (a bottleneck structure) gives more representational capacity",
-            {"zh": "瓶颈（bottleneck）是先变窄再变宽；FFN 从 d_model 扩到 d_ff = 4·d_model 再收回 d_model，"
-                   "中间最宽，这是“倒瓶颈”（inverted bottleneck）。加宽带来的是更多参数和 ReLU 后的更多独立单元。",
+            {"zh": "瓶颈结构是先变窄再变宽；FFN 从 d_model 扩到 d_ff = 4·d_model 再收回 d_model，"
+                   "中间最宽，这是“倒瓶颈”。加宽带来的是更多参数和 ReLU 后的更多独立单元。",
              "en": "A bottleneck narrows and then widens. The FFN goes from d_model up to d_ff = 4·d_model and back, "
                    "widest in the middle: an inverted bottleneck. What the width buys is more parameters and more "
                    "independent units after the ReLU."}),
     Erratum("e", "residual-norm",
             "无残差连接时，每层输出与原始输入的距离越来越大",
             "Without residual connections, each layer's output moves further and further from the original input",
-            {"zh": "这是 NumPy 玩具的结论，真实模型不是这样。去掉训练好的模型的残差后，距离在第一层就跳到很大，"
+            {"zh": "这是课程里那段随机权重演示代码打印的结论，真实模型不是这样。去掉训练好的模型的残差后，距离在第一层就跳到很大，"
                    "之后基本不再增长；真正发生的是各位置彼此靠拢（位置间的区分度下降），句子的信息被抹平。"
                    "下面的演示在真实模型上给出每一层的数值。",
              "en": "That is what the NumPy toy printed, not what the real model does. Remove the residuals of the "
@@ -109,7 +109,7 @@ def errata(page: str) -> dict[str, dict[str, str]]:
 # Every term as the lesson uses it, and where it is shown (page, anchor).
 GLOSSARY: list[dict[str, Any]] = [
     {"zh": "编码器", "en": "encoder", "page": "encoder", "anchor": "layers",
-     "def": {"zh": "把输入序列读成一串同样长的向量（memory）的层堆叠。", "en": "The stack of layers that reads the input into as many vectors (the memory)."}},
+     "def": {"zh": "把输入序列读成同样多个向量（编码器的输出）的层堆叠。", "en": "The stack of layers that reads the input into as many vectors (the memory)."}},
     {"zh": "解码器", "en": "decoder", "page": "decoder", "anchor": "order",
      "def": {"zh": "一边看已生成的部分、一边看编码器输出，逐个生成目标词的层堆叠。", "en": "The stack that writes the target token by token, reading what it wrote and the encoder's memory."}},
     {"zh": "多头自注意力", "en": "multi-head self-attention", "page": "encoder", "anchor": "attention",
@@ -139,7 +139,7 @@ GLOSSARY: list[dict[str, Any]] = [
     {"zh": "层归一化", "en": "layer normalisation (LayerNorm)", "page": "residual-norm", "anchor": "layernorm",
      "def": {"zh": "对每个位置自己的特征做均值 0、方差 1 的标准化，再乘 γ 加 β。", "en": "Each position's own features brought to mean 0 and variance 1, then scaled by γ and shifted by β."}},
     {"zh": "批归一化", "en": "batch normalisation (BatchNorm)", "page": "questions", "anchor": "batchnorm",
-     "def": {"zh": "对每个特征在整个 batch 上标准化，推理时用训练中累积的滑动平均。", "en": "Each feature normalised over the batch; at inference, running averages from training."}},
+     "def": {"zh": "对每个特征在整个批次上标准化，推理时用训练中累积的滑动平均。", "en": "Each feature normalised over the batch; at inference, running averages from training."}},
     {"zh": "RMS 归一化", "en": "RMSNorm", "page": "questions", "anchor": "rmsnorm",
      "def": {"zh": "只除以均方根、不减均值的归一化。", "en": "Divides by the root mean square without subtracting the mean."}},
     {"zh": "Post-LN / Pre-LN", "en": "Post-LN / Pre-LN", "page": "residual-norm", "anchor": "placement",

@@ -18,7 +18,7 @@ def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
 
 def _labels(tokens: list[str]) -> list[str]:
     """Token strings made unique for a categorical axis (a repeated character would share one row otherwise)."""
-    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+    return [t if t == str(i) else f"{i}:{t}" for i, t in enumerate(tokens)]
 
 
 def _heatmap(z: list[list[float]], x: list[str], y: list[str], title: str, xt: str, yt: str, **extra: Any) -> Figure:
@@ -47,9 +47,9 @@ def _side_by_side(mats: list[list[list[float]]], x: list[str], y: list[str], tit
     return {"data": data, "layout": layout}
 
 
-def masks_figure(tokens: list[str]) -> Figure:
-    """The encoder's mask (every key) beside the decoder's causal mask (keys up to the query), for one sentence."""
-    n = len(tokens)
+def masks_figure(n: int) -> Figure:
+    """The encoder's mask (every key) beside the decoder's causal mask (keys up to the query), for n positions."""
+    tokens = [str(i) for i in range(n)]
     full = [[1] * n for _ in range(n)]
     causal = [[1 if k <= q else 0 for k in range(n)] for q in range(n)]
     return _side_by_side([full, causal], tokens, tokens, [_("encoder: may attend"), _("decoder: may attend")],

@@ -83,7 +83,7 @@ def residual_norm(request: HttpRequest) -> HttpResponse:
 
 @signed_in
 def questions(request: HttpRequest) -> HttpResponse:
-    masks = {"masks": masks_figure(["<bos>", "my", "cat", "chased", "a", "mouse", "."])}
+    masks = {"masks": masks_figure(7)}
     return _page(request, "questions", run=training_latest(kind="ffn"), figures=masks)
 
 

@@ -1,7 +1,7 @@
 // A live session's page, for the students (follow) and the instructor (console): the /ws/classroom/<code>/
 // socket, the output, the question card, and the playground's own views (playground_views.js).
 import { COLORS, plot } from "./figure_style.js";
-import { Views } from "./playground_views.js";
+import { Views, applyAttentionFrame } from "./playground_views.js";
 import { liveSocket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
@@ -10,7 +10,8 @@ const say = (key, values = {}) => strings[key].replace(/\{(\w+)\}/g, (_, name) =
 const page = $("cr-page");
 const console_ = page.dataset.role === "console";
 const selectors = { layer: $("pg-layer"), encLayer: $("pg-enc-layer"), head: $("pg-head") };
-const views = new Views(strings, selectors);
+// The console's layer and head go to every screen (a `views` frame); a student's follow the console's.
+const views = new Views(strings, selectors, { onView: () => { if (console_) sendViews(); } });
 
 // What the page shows: the session's current request (as the playground's views read it) and its question.
 const state = { request: null, shown: [], layer: null, head: "mean", question: null, mine: null, open: false,
@@ -90,6 +91,7 @@ const handlers = {
       if (inner.type === "start") begin(inner);
       else if (inner.type === "token" || inner.type === "beams") step(inner, true);
       else if (inner.type === "done" && state.request) state.request.done = inner;
+      else if (inner.type === "attention" && state.request) applyAttentionFrame(state.request, inner);
       else if (inner.type === "error") status(errorText(inner), true);
     }
     if (state.request) {
@@ -98,6 +100,11 @@ const handlers = {
     }
   },
   views: applyViews,
+  attention(frame) { // every step so far in the layers and head the console chose
+    if (!state.request || state.request.start.request_id !== frame.request_id) return;
+    applyAttentionFrame(state.request, frame);
+    views.schedule(state.request);
+  },
   question(frame) {
     showQuestion(frame, null);
   },
@@ -198,6 +205,7 @@ function progress() {
 function applyViews(frame) {
   state.shown = frame.views || [];
   state.layer = frame.layer ?? null;
+  state.encoderLayer = frame.encoder_layer ?? null;
   state.head = frame.head ?? "mean";
   for (const card of document.querySelectorAll(".pg-view[data-view]")) {
     card.hidden = !state.shown.includes(card.dataset.view);
@@ -209,6 +217,9 @@ function applyViews(frame) {
 
 function selectView() {
   if (state.layer != null && selectors.layer.options.length > state.layer) selectors.layer.value = String(state.layer);
+  if (state.encoderLayer != null && selectors.encLayer.options.length > state.encoderLayer) {
+    selectors.encLayer.value = String(state.encoderLayer);
+  }
   if ([...selectors.head.options].some((o) => o.value === String(state.head))) selectors.head.value = String(state.head);
 }
 
@@ -328,9 +339,9 @@ function stepping() {
 
 function sendViews() {
   const shown = [...document.querySelectorAll("#cr-views input:checked")].map((box) => box.value);
-  const head = selectors.head.value || "mean";
-  const layer = selectors.layer.value === "" ? null : Number(selectors.layer.value);
-  send({ type: "views", views: shown, layer, head: head === "mean" ? "mean" : Number(head) });
+  const view = views.view();
+  send({ type: "views", views: shown, layer: view.layer ?? null, encoder_layer: view.encoder_layer ?? null,
+         head: view.head });
 }
 
 if (console_) {
@@ -340,8 +351,6 @@ if (console_) {
   $("cr-reveal").addEventListener("click", () => send({ type: "reveal" }));
   $("cr-close-q").addEventListener("click", () => send({ type: "close_question" }));
   for (const box of document.querySelectorAll("#cr-views input")) box.addEventListener("change", sendViews);
-  selectors.layer.addEventListener("change", sendViews);
-  selectors.head.addEventListener("change", sendViews);
   for (const chipButton of document.querySelectorAll("[data-example]")) {
     chipButton.addEventListener("click", () => { $("cr-source").value = chipButton.dataset.example; });
   }

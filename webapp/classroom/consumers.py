@@ -27,11 +27,13 @@ from webapp.classroom.reveal import model_answer, next_token_options, source_opt
 from webapp.core.loops import per_loop
 from webapp.core.sockets import JsonSocket
 from webapp.playground.handoff import handoff
-from webapp.playground.protocol import ProtocolError
+from webapp.playground.protocol import ProtocolError, parse_view_fields
 from webapp.playground.services import (
+    attention_view,
     decode_cancel,
     decode_request,
     decode_step,
+    ended_attention,
     ended_state,
     new_job,
     request_resync,
@@ -172,7 +174,8 @@ class ClassroomSocket(JsonSocket):
             if unknown:
                 raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
             request = decode_request({"type": "decode", "model": model_name, "attention": True,
-                                      "top_alternatives": 8, **extra})
+                                      "view": services.attention_view_of(session.state), "top_alternatives": 8,
+                                      **extra})
         except (ClassroomError, ProtocolError) as error:
             await self.send_error(error.code, error.message)
             return
@@ -247,8 +250,18 @@ class ClassroomSocket(JsonSocket):
         except ClassroomError as error:
             await self.send_error(error.code, error.message)
             return
-        await _db(services.session_state_update)(session=session, **views)
+        state = await _db(services.session_state_update)(session=session, **views)
         await self._publish({"type": "views", **views})
+        request_id = state.get("request_id")
+        if not request_id:
+            return
+        view = parse_view_fields(services.attention_view_of(state))
+        if state.get("running"):  # the worker sends every step so far in this view; later steps follow it
+            await _redis(attention_view)(request_id, view)
+            return
+        text = await _redis(ended_attention)(request_id, view)
+        if text is not None:
+            await self._publish(orjson.loads(text))
 
     async def on_question(self, frame: dict[str, Any]) -> None:
         session = await self._driven()

@@ -180,6 +180,8 @@ class SessionRelay:
     async def _event(self, message: dict[str, Any]) -> None:
         frame = message["frame"]
         kind = frame.get("type")
+        if kind == "attention" and frame.get("request_id") == self.request_id:
+            self.frames.append(orjson.dumps(frame).decode())  # an ended run's other view: late joiners get it too
         release: list[str] = []
         if kind == "question":
             self.held_seq, self.question = message.get("hold"), dict(frame)

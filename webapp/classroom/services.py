@@ -100,18 +100,28 @@ def session_state_update(*, session: LiveSession, **changes: Any) -> dict[str, A
 
 
 def parse_views(frame: dict[str, Any], n_layers: int | None) -> dict[str, Any]:
-    """A console's `views` frame: which views the students see, and which layer and head."""
+    """A console's `views` frame: which views the students see, and which layers and head the attention shows."""
     views = frame.get("views")
     if not isinstance(views, list) or not all(isinstance(v, str) and v in VIEWS for v in views):
         raise ClassroomError("bad_params", f"views must be a list of: {', '.join(VIEWS)}")
-    layer = frame.get("layer")
-    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int) or layer < 0
-                              or (n_layers is not None and layer >= n_layers)):
-        raise ClassroomError("bad_params", "layer must be a decoder layer's index, from 0")
+    chosen: dict[str, Any] = {"views": list(dict.fromkeys(views))}
+    for name in ("layer", "encoder_layer"):
+        index = frame.get(name)
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 256
+                                  or (name == "layer" and n_layers is not None and index >= n_layers)):
+            raise ClassroomError("bad_params", f"{name} must be a layer's index, from 0")
+        chosen[name] = index
     head = frame.get("head", "mean")
-    if head != "mean" and (isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < 64):
+    if head != "mean" and (isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < 256):
         raise ClassroomError("bad_params", "head must be a head's index, from 0, or \"mean\"")
-    return {"views": list(dict.fromkeys(views)), "layer": layer, "head": head}
+    chosen["head"] = head
+    return chosen
+
+
+def attention_view_of(state: dict[str, Any]) -> dict[str, Any]:
+    """The session's layers and head as a decode's `view` (docs/protocol.md); absent: the last layers."""
+    view = {name: state.get(name) for name in ("layer", "encoder_layer") if state.get(name) is not None}
+    return {**view, "head": state.get("head", "mean")}
 
 
 def qr_svg(url: str) -> str:

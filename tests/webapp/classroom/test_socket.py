@@ -64,7 +64,8 @@ async def test_console_frames_from_anyone_but_the_sessions_instructor_are_refuse
     ws, snapshot = await seat(session, admin)  # admins drive any session
     assert snapshot["role"] == "console"
     await ws.send_json_to({"type": "views", "views": ["cross", "kv"], "layer": 0, "head": 1})
-    assert (await until(ws, "views")) == {"type": "views", "views": ["cross", "kv"], "layer": 0, "head": 1}
+    assert (await until(ws, "views")) == {"type": "views", "views": ["cross", "kv"], "layer": 0, "encoder_layer": None,
+                                          "head": 1}
     await ws.disconnect()
 
 
@@ -250,3 +251,24 @@ async def test_the_history_keeps_each_run_and_each_question_with_its_counts(work
     assert len([f for f in run.frames if f["type"] == "token"]) == 5
     assert done["text"] in page and "Which?" in page and "y: 1" in page and "x: 0" in page
     assert 'data-testid="revealed-answer">y<' in page
+
+
+async def test_a_new_layer_or_head_reaches_every_screen_for_the_steps_so_far_and_the_next(worker, session, instructor,
+                                                                                         make_student):
+    console, _ = await seat(session, instructor)
+    ws_a, _ = await seat(session, await db(make_student)("ann"))
+    await console.send_json_to({"type": "run", "source": SOURCE, "step_mode": True, "min_len": 4, "max_len": 4})
+    start = await until(ws_a, "start")
+    assert start["attention_view"]["head"] == "mean"  # the console's default: the heads' mean
+    for seq in range(2):
+        await console.send_json_to({"type": "step"})
+        await until(ws_a, "token", seq=seq)
+    await console.send_json_to({"type": "views", "views": ["cross", "self"], "layer": 0, "head": 1})
+    assert (await until(ws_a, "views"))["head"] == 1
+    await console.send_json_to({"type": "step"})  # the worker answers the view between two steps
+    attention = await until(ws_a, "attention")
+    assert attention["view"]["layer"] == 0 and attention["view"]["head"] == 1 and len(attention["steps"]) >= 2
+    token = await until(ws_a, "token", seq=2)
+    assert (token["attention"]["layer"], token["attention"]["head"]) == (0, 1)
+    for ws in (console, ws_a):
+        await ws.disconnect()

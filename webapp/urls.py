@@ -9,6 +9,7 @@ urlpatterns = [
     path("accounts/", include("webapp.accounts.urls")),
     path("classroom/", include("webapp.classroom.urls")),
     path("experiments/", include("webapp.experiments.urls")),
+    path("lesson/", include("webapp.lesson.urls")),
     path("models/", include("webapp.registry.urls")),
     path("playground/", include("webapp.playground.urls")),
     path("training/", include("webapp.training.urls")),

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.classroom",
     "webapp.experiments",
+    "webapp.lesson",
     "webapp.playground",
     "webapp.registry",
     "webapp.training",

@@ -1,7 +1,7 @@
 """Decoding speed: modelcore.decoding against Hugging Face MarianMT generate and CTranslate2, side by side.
 
     .venv/bin/pip install -r requirements/bench.txt   # transformers, ctranslate2 (benchmark only)
-    .venv/bin/python bench/decode.py [--repeats 7] [--out bench/results/decode.json]
+    .venv/bin/python bench/decode.py [--repeats 7] [--batches 1,16] [--out bench/results/decode.json]
 
 Same sizes everywhere: d_model 256, 4 heads, d_ff 1024, 3 + 3 layers, vocabulary 1000,
 source length 32, exactly 64 greedy tokens (end token suppressed), batch 1 and 16, 2 threads,
@@ -162,7 +162,8 @@ def measure(engines: dict[str, Engine], src: torch.Tensor, repeats: int) -> tupl
     for name, run in engines.items():  # warm-up: first-call allocations, lazy inits
         tokens[name] = run(src)
     order = random.Random(src.size(0))
-    for _ in range(repeats):
+    for repeat in range(repeats):
+        print(f"batch {src.size(0)}: repeat {repeat + 1} of {repeats}", file=sys.stderr, flush=True)
         for name in order.sample(list(engines), len(engines)):
             run = engines[name]
             start = time.perf_counter()
@@ -199,6 +200,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "decode.json")
     parser.add_argument("--no-peers", action="store_true", help="only modelcore (peers not installed)")
     parser.add_argument("--threads", type=int, default=THREADS, help="intra-op threads for every engine")
+    parser.add_argument("--batches", default=",".join(map(str, BATCHES)),
+                        help="batch sizes to run, comma-separated (1 alone: many repeats in little time)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()  # other processes on the machine skew every figure: recorded with them
@@ -223,7 +226,7 @@ def main() -> None:
         generator = torch.Generator().manual_seed(1)
         results: dict[str, dict[str, float]] = {}
         times: dict[str, dict[str, list[float]]] = {}
-        for batch in BATCHES:
+        for batch in (int(b) for b in args.batches.split(",")):
             src = torch.randint(4, V, (batch, SIZES["src_len"]), generator=generator)  # no special ids
             results[str(batch)], times[str(batch)] = measure(engines, src, args.repeats)
     report(results, times, args, load_before)
@@ -244,7 +247,7 @@ def report(
             print(f"  {name:30s} {value:9.0f}{ratio}")
     goals = []
     for batch, top, bottom, at_least, at_most in GOALS:
-        figures = results[str(batch)]
+        figures = results.get(str(batch), {})
         if top not in figures or bottom not in figures:
             continue
         per_repeat = repeat_ratios(times[str(batch)], top, bottom)
@@ -267,6 +270,11 @@ def report(
         "tokens_per_s": {batch: {k: round(v, 1) for k, v in f.items()} for batch, f in results.items()},
         "ratios": {batch: {k: round(v, 3) for k, v in r.items()} for batch, r in ratios.items()},
         "goals": goals,
+        "per_repeat_ratios": {
+            batch: {f"modelcore cached / {name}": [round(r, 3) for r in repeat_ratios(t, "modelcore cached", name)]
+                    for name in t if name != "modelcore cached"}
+            for batch, t in times.items()
+        },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n")

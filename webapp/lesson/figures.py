@@ -22,7 +22,8 @@ def _labels(tokens: list[str]) -> list[str]:
 
 
 def _heatmap(z: list[list[float]], x: list[str], y: list[str], title: str, xt: str, yt: str, **extra: Any) -> Figure:
-    trace = {"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues", **extra}
+    trace = {"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues", "reversescale": True,
+             **extra}  # reversed: Plotly's Blues runs dark to light, and a large weight should read dark
     return {"data": [trace], "layout": _layout(title, xt, yt, yaxis={"autorange": "reversed", "type": "category"},
                                                xaxis={"type": "category"})}
 
@@ -35,7 +36,7 @@ def _side_by_side(mats: list[list[list[float]]], x: list[str], y: list[str], tit
     data, layout = [], {"title": {"text": title}, "margin": {"t": 70, "r": 20, "b": 60, "l": 70}, "annotations": []}
     for i, (z, name) in enumerate(zip(mats, titles, strict=True)):
         suffix = "" if i == 0 else str(i + 1)
-        data.append({"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues",
+        data.append({"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues", "reversescale": True,
                      "showscale": i == n - 1, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "zmin": 0, "zmax": 1})
         start = i * (width + gap)
         layout[f"xaxis{suffix}"] = {"domain": [start, start + width], "type": "category", "showticklabels": n <= 2,
@@ -104,8 +105,10 @@ def decoder_figures(r: dict[str, Any]) -> dict[str, Figure]:
         "cross_attention": _heatmap(r["cross_attention"][head], src, tgt,
                                     _("Cross-attention, decoder layer %(l)s, head %(h)s") % {"l": r["layer"] + 1, "h": head + 1},
                                     _("key (source, from the encoder)"), _("query (target)")),
-        "cross_row": _bars(src, [(_("q·k / √d_k"), r["cross_row"]["scaled"]), (_("softmax"), r["cross_row"]["weights"])],
-                           _("Cross-attention of the query %(q)s over the source") % {"q": query}, _("source token"), _("value")),
+        # The scaled scores are in the table above; on one axis with them the weights (0..1) would not show.
+        "cross_row": _bars(src, [(_("softmax"), r["cross_row"]["weights"])],
+                           _("Cross-attention of the query %(q)s over the source") % {"q": query}, _("source token"),
+                           _("weight")),
         "padding": _heatmap(pad["attention"], shorter, shorter,
                             _("The shorter sentence in a batch of two: encoder layer 1, head 1"), _("key"), _("query")),
     }

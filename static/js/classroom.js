@@ -82,6 +82,7 @@ const handlers = {
     status(say("done", { n: state.request.steps.length }));
   },
   error(frame) {
+    if (!frame.request_id) state.stepRunAsked = false; // a refused run: the next Step starts one again
     status(errorText(frame), true);
   },
   state(frame) {
@@ -124,6 +125,7 @@ const handlers = {
     if (!state.question || state.question.id !== frame.question) return;
     state.question.answer = frame.answer;
     drawOptions();
+    if (frame.you) $("cr-hist").hidden = false; // counts only, never names; shown before drawn, to take its width
     histogram(frame);
     const result = $("cr-q-result");
     if (frame.you) {
@@ -131,7 +133,6 @@ const handlers = {
       result.textContent = say(key, { answer: frame.answer });
       result.className = `cr-result ${frame.you.correct ? "right" : "wrong"}`;
       $("cr-score").textContent = say("score", { n: frame.you.score });
-      $("cr-hist").hidden = false; // counts only, never names
     } else {
       result.textContent = say("wrong", { answer: frame.answer });
     }
@@ -161,6 +162,7 @@ function onFrame(frame) {
 // -- the decode ------------------------------------------------------------------------------------
 
 function begin(start) {
+  state.stepRunAsked = false;
   state.request = { start, steps: [], done: null };
   views.reset(start);
   selectView();
@@ -208,7 +210,11 @@ function applyViews(frame) {
   state.encoderLayer = frame.encoder_layer ?? null;
   state.head = frame.head ?? "mean";
   for (const card of document.querySelectorAll(".pg-view[data-view]")) {
-    card.hidden = !state.shown.includes(card.dataset.view);
+    const hidden = !state.shown.includes(card.dataset.view);
+    const appears = card.hidden && !hidden;
+    card.hidden = hidden;
+    // A chart drawn while its card was hidden took a default width: fit it to the card now shown.
+    if (appears) requestAnimationFrame(() => card.querySelectorAll(".js-plotly-plot").forEach((div) => Plotly.Plots.resize(div)));
   }
   for (const box of document.querySelectorAll("#cr-views input")) box.checked = state.shown.includes(box.value);
   selectView();
@@ -332,9 +338,10 @@ function runFrame(stepMode) {
   return frame;
 }
 
+// A step-mode run asked for and not yet started counts: its steps wait for it (the worker keeps them).
 function stepping() {
   const request = state.request;
-  return request && !request.done && request.start.step_mode;
+  return state.stepRunAsked || (request && !request.done && request.start.step_mode);
 }
 
 function sendViews() {
@@ -345,8 +352,14 @@ function sendViews() {
 }
 
 if (console_) {
-  $("cr-run").addEventListener("click", () => send(runFrame(false)));
-  $("cr-step").addEventListener("click", () => send(stepping() ? { type: "step" } : runFrame(true)));
+  $("cr-run").addEventListener("click", () => {
+    state.stepRunAsked = false;
+    send(runFrame(false));
+  });
+  $("cr-step").addEventListener("click", () => {
+    if (stepping()) send({ type: "step" });
+    else state.stepRunAsked = send(runFrame(true));
+  });
   $("cr-cancel").addEventListener("click", () => send({ type: "cancel" }));
   $("cr-reveal").addEventListener("click", () => send({ type: "reveal" }));
   $("cr-close-q").addEventListener("click", () => send({ type: "close_question" }));

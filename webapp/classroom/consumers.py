@@ -225,7 +225,8 @@ class ClassroomSocket(JsonSocket):
         if session is None:
             return
         state = session.state
-        if not (state.get("running") and state.get("params", {}).get("step_mode")) or self.relay.ended:
+        ended_here = self.relay.ended and self.relay.request_id == state.get("request_id")
+        if not (state.get("running") and state.get("params", {}).get("step_mode")) or ended_here:
             await self.send_error("not_stepping", "no step-by-step decode is running: press Step to start one")
             return
         await _redis(decode_step)(request_ids=[state["request_id"]])

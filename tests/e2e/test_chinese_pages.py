@@ -18,6 +18,7 @@ NAMES = {
     "query", "key", "value", "dropout",  # glossed beside their Chinese names
     "axes",  # django-axes, a library's name in the admin
     "zh-en-post", "zh-en-pre", "reverse", "copy", "sort", "add", "zh-en", "bpe", "char", "word", "noam", "d_model",
+    "zh-en-hsk", "hsk", "hsk-sentences-audio", "cc-by-sa",  # the real-sentence model, its task and data's licence
 }
 # Where English belongs: code, formulas, the language switch, user data and the model's own English output.
 # In the playground the model's own tokens (chips, tick labels, beam tree points) are its English output.

@@ -44,6 +44,11 @@ OUTSIDE_THE_GRAMMAR = _(
     "Words outside its grammar (去, 北京, 游泳) give an output that has nothing to do with the source: the model "
     "never says that it does not know a word."
 )
+FLUENT_BUT_WRONG = _(
+    "Most real sentences come out as fluent English that says something else: a few thousand pairs are far too "
+    "few to learn Chinese."
+)
+RARE_WORDS = _("A word it met only a few times in training (北京) comes out as scraps of other sentences.")
 TOO_LONG = _("A sequence longer than the 12 symbols it was trained on comes out cut short.")
 UNKNOWN_SYMBOL = _("A symbol it never saw (x) gives an empty output.")
 
@@ -90,6 +95,22 @@ SHIPPED_CARDS: dict[str, Card] = {
         TRAINED_ON["zh-en"], _ZH_EN_HANDLES, lexicon=True, notes=(_ZH_EN_OLD_GRAMMAR,), fails=(
             Probe("他没有吃饭。", "he is not eating rice .", MEIYOU_AS_PROGRESSIVE),
             Probe("我们明天去北京。", "we bought boys last night .", OUTSIDE_THE_GRAMMAR),
+        ),
+    ),
+    "zh-en-hsk": Card(
+        _(
+            "The real graded HSK sentences of its task's training split (3,754 pairs with human translations), "
+            "mixed with 10,000 sentences of the zh-en grammar. It is scored on 400 real sentences it never saw."
+        ),
+        (
+            Probe("他把门闭上了。", "he closed the door ."),
+            Probe("这个不对。", "this is not right ."),
+            Probe("请关门。", "please close the door ."),
+        ),
+        attribution=HSK_ATTRIBUTION, fails=(
+            Probe("我认为他说得对。", "i can know him .", FLUENT_BUT_WRONG),
+            Probe("会议正式开始。", "the meeting is in the tomorrow .", FLUENT_BUT_WRONG),
+            Probe("我们明天去北京。", "we will all the north in the north .", RARE_WORDS),
         ),
     ),
     "reverse": Card(

@@ -41,7 +41,7 @@ def test_the_shipped_models_register_published_and_idempotently():
     call_command("register_shipped_models")
     call_command("register_shipped_models")
     names = set(TrainedModel.objects.values_list("name", flat=True))
-    assert names == set(shipped_models()) == {"zh-en-post", "zh-en-pre", "reverse"}
+    assert names == set(shipped_models()) == {"zh-en-post", "zh-en-pre", "zh-en-hsk", "reverse"}
     assert all(m.published and m.shipped for m in TrainedModel.objects.all())
 
 

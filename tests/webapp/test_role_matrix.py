@@ -25,6 +25,17 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/classroom/ZZZZZZ9/": (LOGIN, 404, 404, 404),
     "/classroom/ZZZZZZ9/console/": (LOGIN, 404, 404, 404),
     "/classroom/ZZZZZZ9/history/": (LOGIN, 404, 404, 404),
+    "/lesson/": (LOGIN, 200, 200, 200),
+    "/lesson/encoder/": (LOGIN, 200, 200, 200),
+    "/lesson/decoder/": (LOGIN, 200, 200, 200),
+    "/lesson/residual-norm/": (LOGIN, 200, 200, 200),
+    "/lesson/questions/": (LOGIN, 200, 200, 200),
+    "/lesson/glossary/": (LOGIN, 200, 200, 200),
+    "/lesson/progress/": (LOGIN, 403, 200, 200),  # students' progress: their instructors (and admins)
+    "/lesson/demo/encoder/": (LOGIN, 405, 405, 405),  # POST only: tests/webapp/lesson
+    "/lesson/train/mask/": (LOGIN, 405, 405, 405),
+    "/lesson/runs/999999/": (LOGIN, 404, 404, 404),
+    "/lesson/exercises/no-such-exercise/reveal/": (LOGIN, 405, 405, 405),
     "/experiments/": (LOGIN, 200, 200, 200),
     "/experiments/norm-position/": (LOGIN, 200, 200, 200),
     "/experiments/residuals/": (LOGIN, 200, 200, 200),

@@ -98,6 +98,12 @@ class Asked:
 _asked: dict[int, Asked] = {}
 
 
+def asked_cached(question_id: int, session_id: int) -> Asked | None:
+    """The question as this process read it already (None: read it with asked())."""
+    found = _asked.get(question_id)
+    return found if found is not None and found.session_id == session_id else None
+
+
 def asked(question_id: int, session_id: int | None = None) -> Asked | None:
     """The question's kind and options; read again when it is not the session's (SQLite may reuse a deleted id)."""
     found = _asked.get(question_id)
@@ -120,25 +126,40 @@ def check_choice(question: Asked | Question, choice: Any) -> str:
     return choice
 
 
+def answer_checked(*, session_id: int, question_id: Any, choice: Any, question: Asked | None) -> str:
+    """The answer as it will be counted, or ClassroomError; `question` is asked(question_id, session_id)."""
+    if question is None or question.session_id != session_id:
+        raise ClassroomError("not_found", "no such question in this session")
+    return check_choice(question, choice)
+
+
+def answer_refusal(why: str) -> ClassroomError:
+    """Why the ballot did not count an answer, as the student's error frame says it."""
+    if why == "already":
+        return ClassroomError("already_answered", "you already answered this question")
+    if why == REVEALED:
+        return ClassroomError("revealed", "the answer has been revealed: answers are closed")
+    return ClassroomError("not_open", "this question is not open")
+
+
+def question_id_checked(question_id: Any) -> int:
+    if isinstance(question_id, bool) or not isinstance(question_id, int):
+        raise ClassroomError("bad_params", "question must be the id a question frame gave")
+    return question_id
+
+
 def answer_submit(*, session_id: int, user_id: int, question_id: Any, choice: Any) -> str:
     """Take one participant's answer (the caller knows the user has a seat): once per question, while it is open.
 
     Counted in Redis (ballot.py); the database gets it when the question closes.
     """
-    if isinstance(question_id, bool) or not isinstance(question_id, int):
-        raise ClassroomError("bad_params", "question must be the id a question frame gave")
-    question = asked(question_id, session_id)
-    if question is None or question.session_id != session_id:
-        raise ClassroomError("not_found", "no such question in this session")
-    choice = check_choice(question, choice)
+    question_id = question_id_checked(question_id)
+    choice = answer_checked(session_id=session_id, question_id=question_id, choice=choice,
+                            question=asked(question_id, session_id))
     counted, why = ballot_answer(question_id, user_id, choice)
-    if counted:
-        return choice
-    if why == "already":
-        raise ClassroomError("already_answered", "you already answered this question")
-    if why == REVEALED:
-        raise ClassroomError("revealed", "the answer has been revealed: answers are closed")
-    raise ClassroomError("not_open", "this question is not open")
+    if not counted:
+        raise answer_refusal(why)
+    return choice
 
 
 def answers_persist(question: Question, taken: dict[int, str]) -> None:

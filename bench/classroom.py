@@ -261,6 +261,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--pace-ms", type=int, default=250, help="the console's default pace")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "classroom.json")
+    parser.add_argument("--logs", type=Path, help="copy the web and worker logs into this folder")
     parser.add_argument("--prepare", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.prepare is not None:  # the child that sets up the database
@@ -301,6 +302,10 @@ def main() -> int:
         for proc in procs:
             stop(proc)
         redis.stop()
+        if args.logs is not None:
+            args.logs.mkdir(parents=True, exist_ok=True)
+            for log in data_dir.glob("*.log"):
+                shutil.copy(log, args.logs / log.name)
         shutil.rmtree(data_dir, ignore_errors=True)
     result = {
         **figures,

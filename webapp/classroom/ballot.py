@@ -63,9 +63,14 @@ def _verdict(verdict: list[Any]) -> tuple[bool, str]:
     return False, status.decode() if isinstance(status, bytes) else str(status)
 
 
+ANSWER_CONNECTIONS = 32  # a class answering at once waits its turn for one of these, never fails for want of one
+
+
 def _loop_script() -> Any:
     """The answer script on this event loop's own asyncio client (sent once, then called by its hash)."""
-    return aioredis.Redis.from_url(settings.REDIS_URL).register_script(_ANSWER)
+    pool = aioredis.BlockingConnectionPool.from_url(settings.REDIS_URL, max_connections=ANSWER_CONNECTIONS,
+                                                    timeout=10)
+    return aioredis.Redis(connection_pool=pool).register_script(_ANSWER)
 
 
 _script = per_loop(_loop_script)

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import orjson
+import redis
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -378,6 +379,10 @@ class ClassroomSocket(JsonSocket):
                 raise questions.answer_refusal(why)
         except ClassroomError as error:
             await self.send_error(error.code, error.message)
+            return
+        except (redis.RedisError, OSError):
+            log.warning("an answer could not be counted", exc_info=True)
+            await self.send_error("unavailable", "your answer could not be counted just now; send it again")
             return
         await self.send_json({"type": "answered", "question": question, "choice": choice})
         coalescer().counts_soon(self.code, question)

@@ -116,9 +116,7 @@ def follow(request: HttpRequest, code: str) -> HttpResponse:
 @signed_in
 def console(request: HttpRequest, code: str) -> HttpResponse:
     """The instructor's console: model, input, strategy, Run/Step/Cancel, views, questions, presence."""
-    session = _session_or_404(code)
-    if not services.can_drive(request.user, session):
-        raise PermissionDenied(_("Only this session's instructor drives it."))
+    session = _driven(request, code)
     if not session.live:
         return redirect("classroom:history", code=session.code)
     join_url = request.build_absolute_uri(f"/classroom/{session.code}/")
@@ -136,15 +134,21 @@ def console(request: HttpRequest, code: str) -> HttpResponse:
 @require_POST
 def end(request: HttpRequest, code: str) -> HttpResponse:
     """End the session from the page (the console's socket does the same and tells everyone)."""
-    session = _session_or_404(code)
-    if not services.can_drive(request.user, session):
-        raise PermissionDenied(_("Only this session's instructor drives it."))
+    session = _driven(request, code)
     services.session_end(session=session)
     from webapp.classroom.relay import event_message, session_group
     from webapp.core.feed import publish
 
     publish([(session_group(session.code), event_message({"type": "ended"}))])
     return redirect("classroom:history", code=session.code)
+
+
+def _driven(request: HttpRequest, code: str) -> LiveSession:
+    """The session, for its instructor and admins; 404 for a wrong code, 403 for anyone else."""
+    session = _session_or_404(code)
+    if not services.can_drive(request.user, session):
+        raise PermissionDenied(_("Only this session's instructor drives it."))
+    return session
 
 
 def _may_read(request: HttpRequest, session: LiveSession) -> None:
@@ -164,9 +168,7 @@ def history(request: HttpRequest, code: str) -> HttpResponse:
 
 @signed_in
 def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
-    session = _session_or_404(code)
-    if not services.can_drive(request.user, session):
-        raise PermissionDenied(_("Only this session's instructor downloads its answers."))
+    session = _driven(request, code)
     response = HttpResponse(transcripts.answers_csv(session), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="classroom-{session.code}-answers.csv"'
     return response

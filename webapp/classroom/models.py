@@ -51,6 +51,8 @@ class Participant(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "user"], name="one_seat_per_user")]
         ordering = ["joined"]
+        verbose_name = _("participant")
+        verbose_name_plural = _("participants")
 
     def __str__(self) -> str:
         return f"{self.user} in {self.session.code}"
@@ -80,6 +82,8 @@ class Question(models.Model):
 
     class Meta:
         ordering = ["created"]
+        verbose_name = _("question")
+        verbose_name_plural = _("questions")
 
 
 class Answer(models.Model):
@@ -91,6 +95,8 @@ class Answer(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "participant"], name="one_answer_each")]
+        verbose_name = _("student answer")
+        verbose_name_plural = _("student answers")
 
 
 class Run(models.Model):
@@ -108,3 +114,5 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["started"]
+        verbose_name = _("run")
+        verbose_name_plural = _("runs")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 import orjson
@@ -28,8 +29,10 @@ from webapp.classroom.relay import SessionRelay, event_message, relay_target, re
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
 from webapp.core.loops import per_loop
 from webapp.core.sockets import JsonSocket
+from webapp.playground.consumers import LOST_MESSAGES
 from webapp.playground.handoff import handoff
 from webapp.playground.protocol import ProtocolError, parse_view_fields
+from webapp.playground.relay import WATCH_EVERY_S
 from webapp.playground.services import (
     attention_view,
     decode_cancel,
@@ -203,16 +206,38 @@ class ClassroomSocket(JsonSocket):
                              "params": {"strategy": request.params.get("strategy", "greedy")}})
 
     async def _watch(self, request_id: str) -> None:
-        """No frame of the run within PLAYGROUND_QUEUE_WAIT_S: no worker took it; say so and free its slot."""
-        await asyncio.sleep(settings.PLAYGROUND_QUEUE_WAIT_S)
-        if self.relay.request_id == request_id or getattr(self, "closing", False):
-            return
+        """The run is answered, or ended in words for everyone, as the playground's relay does for its requests.
+
+        No frame within PLAYGROUND_QUEUE_WAIT_S: no worker took it (`no_worker`, to the console).
+        Then no frame and no beat for PLAYGROUND_WORKER_LOST_S while it runs: its worker died
+        (`worker_lost`, to every screen, which would otherwise stay frozen on the last token).
+        """
+        waited = 0.0
+        while self.relay.request_id != request_id:
+            if waited >= settings.PLAYGROUND_QUEUE_WAIT_S:
+                if await self._end_lost(request_id):
+                    await self.send_error("no_worker", "no decoding worker took this run in time; try again in a minute")
+                return
+            await asyncio.sleep(WATCH_EVERY_S)
+            waited += WATCH_EVERY_S
+        while self.relay.request_id == request_id and not self.relay.ended:
+            if time.monotonic() - self.relay.heard > settings.PLAYGROUND_WORKER_LOST_S:
+                if await self._end_lost(request_id):
+                    await self._publish({"type": "error", "code": "worker_lost", "request_id": request_id,
+                                         "message": LOST_MESSAGES["worker_lost"]})
+                return
+            await asyncio.sleep(WATCH_EVERY_S)
+
+    async def _end_lost(self, request_id: str) -> bool:
+        """Stop a run no worker is answering for and mark the session idle; False when it is no longer the run."""
+        if getattr(self, "closing", False):
+            return False
         session = await _db(services.session_by_code)(self.code)
-        if session is None or session.state.get("request_id") != request_id:
-            return  # a newer run took its place
+        if session is None or session.state.get("request_id") != request_id or not session.state.get("running"):
+            return False  # a newer run took its place, or it ended meanwhile
         await _redis(decode_cancel)(user_id=self.user_id, request_ids=[request_id])
         await _db(services.session_state_update)(session=session, running=False)
-        await self.send_error("no_worker", "no decoding worker took this run in time; try again in a minute")
+        return True
 
     async def _cancel_running(self, session: LiveSession) -> None:
         state = session.state

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Protocol
 
 import orjson
@@ -73,6 +74,7 @@ class SessionRelay:
         self.question: dict[str, Any] | None = None  # the open question that holds it
         self.held_from: int | None = None  # index in frames of the held step: it and every frame after wait
         self.waiting: list[Any] = []  # sockets that asked for the state before this relay had it
+        self.heard = time.monotonic()  # the current request's last frame or worker beat here
         self._on_final = on_final
 
     async def start(self, *, request_id: str | None, question: dict[str, Any] | None) -> None:
@@ -132,6 +134,8 @@ class SessionRelay:
                 if message.get("type") == EVENT:
                     await self._event(message)
                 else:
+                    if self.request_id in message.get("alive", ()):  # the worker holds it between steps
+                        self.heard = time.monotonic()
                     for _reply, request_id, final, text in message.get("frames", ()):
                         await self._frame(request_id, final, text)
             except Exception:  # one bad message must not stop the session for everyone here
@@ -142,6 +146,7 @@ class SessionRelay:
         if text.startswith(STATE_PREFIX):
             await self._state_arrived(request_id, text)
             return
+        self.heard = time.monotonic()
         if request_id != self.request_id:  # a new run: its `start` begins the record
             self.request_id, self.frames, self.ended = request_id, [], False
             self.held_seq = self.held_from = None

@@ -1,23 +1,7 @@
 // Experiment pages: draw every figure set, and follow launched runs live over /ws/experiments/<id>/.
 import { chartLabel } from "./chart_labels.js";
-import { colorOf, plot } from "./figure_style.js";
+import { colorOf, drawFigureSets, plot } from "./figure_style.js";
 import { liveSocket } from "./socket.js";
-
-function drawFigureSets(root) {
-  const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
-  for (const set of sets) {
-    const data = set.querySelector(":scope > script[type='application/json']");
-    if (!data) continue;
-    const figures = JSON.parse(data.textContent);
-    for (const div of set.querySelectorAll(".plot[data-figure]")) {
-      const figure = figures[div.dataset.figure];
-      if (!figure) { div.hidden = true; continue; }
-      if (div.dataset.drawn) continue;
-      plot(div, figure.data, figure.layout);
-      div.dataset.drawn = "1";
-    }
-  }
-}
 
 function followRun(panel) {
   if (panel.dataset.following || ["succeeded", "failed"].includes(panel.dataset.status)) return;

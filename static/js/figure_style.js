@@ -79,3 +79,21 @@ export function plot(element, data, layout = {}, { alt = "", config = {} } = {})
 export function colorOf(concept) {
   return COLORS[concept];
 }
+
+// Every figure set under root (a .figure-set: its figures as JSON once, one .plot[data-figure] each):
+// each plot drawn once; a plot whose figure the set lacks is hidden. Experiments and lesson pages.
+export function drawFigureSets(root) {
+  const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
+  for (const set of sets) {
+    const data = set.querySelector(":scope > script[type='application/json']");
+    if (!data) continue;
+    const figures = JSON.parse(data.textContent);
+    for (const div of set.querySelectorAll(".plot[data-figure]")) {
+      const figure = figures[div.dataset.figure];
+      if (!figure) { div.hidden = true; continue; }
+      if (div.dataset.drawn) continue;
+      plot(div, figure.data, figure.layout);
+      div.dataset.drawn = "1";
+    }
+  }
+}

@@ -1,23 +1,8 @@
 // Lesson pages: draw every figure set a demonstration brings (htmx swaps them in), and follow a training
 // comparison live over /ws/lesson/runs/<id>/ (progress and the loss of each arm), then swap in its result.
 import { chartLabel } from "./chart_labels.js";
-import { plot } from "./figure_style.js";
+import { drawFigureSets, plot } from "./figure_style.js";
 import { liveSocket } from "./socket.js";
-
-function draw(root) {
-  const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
-  for (const set of sets) {
-    const data = set.querySelector(":scope > script[type='application/json']");
-    if (!data) continue;
-    const figures = JSON.parse(data.textContent);
-    for (const div of set.querySelectorAll(".plot[data-figure]")) {
-      const figure = figures[div.dataset.figure];
-      if (!figure || div.dataset.drawn) continue;
-      plot(div, figure.data, figure.layout);
-      div.dataset.drawn = "1";
-    }
-  }
-}
 
 function follow(panel) {
   if (panel.dataset.following || ["succeeded", "failed"].includes(panel.dataset.status)) return;
@@ -56,7 +41,7 @@ function follow(panel) {
 }
 
 function setUp() {
-  draw(document);
+  drawFigureSets(document);
   document.querySelectorAll(".run[data-run-id]").forEach(follow);
 }
 

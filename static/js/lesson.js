@@ -52,7 +52,7 @@ document.body.addEventListener("htmx:afterSettle", setUp);
 document.body.addEventListener("click", (event) => {
   const chip = event.target.closest?.("button[data-query]");
   if (!chip) return;
-  const form = document.querySelector(`[data-testid=demo-form-${chip.dataset.form}]`);
+  const form = document.getElementById(`demo-${chip.dataset.form}-form`);
   form.querySelector("input[name=query]").value = chip.dataset.query;
   form.requestSubmit();
 });

@@ -10,6 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from modelcore.checkpoint import TOKENIZER_FILE
 from modelcore.tokenization import UNK_ID, Tokenizer
 
 
@@ -23,7 +24,7 @@ class Span:
 
 def read_source_tokenizer(folder: str | Path) -> Tokenizer:
     """The source tokenizer of a model folder (its tokenizer.json), without loading any weights."""
-    data = json.loads((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))
+    data = json.loads((Path(folder) / TOKENIZER_FILE).read_text(encoding="utf-8"))
     return Tokenizer.from_str(json.dumps(data["source"]))
 
 

@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from webapp.celery import app
 from webapp.core.feed import Feed, group_frame
 from webapp.core.presence import presence_client, workers_by_queue
+from webapp.core.redact import without_paths
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.registry.models import TrainedModel
@@ -194,8 +195,9 @@ def _train(run: TrainingRun, feed: Feed, group: str) -> None:
         result = run_training(run.kind, run.params, on_progress=report)
     except Exception as error:  # a failed run must end marked failed, never stay running
         logger.exception("lesson training run %s failed", run.pk)
-        TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.FAILED, error=str(error)[:500])
-        feed.send(group, group_frame({"type": "failed", "message": str(error)[:500]}))
+        reported = without_paths(str(error))[:500]  # students see it; the server's paths stay in the log
+        TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.FAILED, error=reported)
+        feed.send(group, group_frame({"type": "failed", "message": reported}))
         return
     TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.SUCCEEDED, progress=1.0, result=result)
     feed.send(group, group_frame({"type": "done", "status": TrainingRun.Status.SUCCEEDED, "progress": 1.0}))

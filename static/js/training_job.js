@@ -15,8 +15,8 @@ let status = null;
 
 const lossLayout = { margin: { t: 10 }, xaxis: { title: { text: chartLabel("step") } }, yaxis: { title: { text: chartLabel("loss") } },
                      legend: { orientation: "h" } };
-const evalLayout = { margin: { t: 10 }, xaxis: { title: { text: chartLabel("step") } }, yaxis: { range: [0, 1.05] },
-                     legend: { orientation: "h" } };
+const evalLayout = { margin: { t: 10 }, xaxis: { title: { text: chartLabel("step") } },
+                     yaxis: { range: [0, 1.05], title: { text: chartLabel("score") } }, legend: { orientation: "h" } };
 
 function evalValue(row, key) {
   return key === "bleu" ? row.bleu / 100 : row[key];  // BLEU is 0..100; the plot shares the 0..1 axis

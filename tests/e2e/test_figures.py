@@ -102,3 +102,6 @@ def test_a_single_validation_point_gets_an_axis_from_zero(asgi_server, demo, pag
     low, high = page.evaluate("document.getElementById('eval-plot')._fullLayout.xaxis.range")
     assert low <= 0 and high >= 200  # not 199 to 201
     assert page.get_attribute("#eval-plot", "role") == "img"
+    # The validation chart says what its one axis carries: three scores on 0..1, BLEU among them divided by 100.
+    assert page.evaluate("document.getElementById('eval-plot').layout.yaxis.title.text") == "score (0–1; BLEU ÷ 100)"
+    assert "score (0–1; BLEU ÷ 100)" in page.get_attribute("#eval-plot", "aria-label")

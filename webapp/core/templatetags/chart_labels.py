@@ -19,7 +19,9 @@ def chart_labels() -> SafeString:
     labels = {
         "step": _("step"), "loss": _("training loss"), "metric": _("metric"), "lr": _("learning rate"),
         "exact_match": _("exact match"), "token_accuracy": _("token accuracy (teacher-forced)"),
-        "bleu": "BLEU / 100", "valid_loss": _("validation loss"), **{arm: label_text(arm) for arm in arms},
+        "bleu": "BLEU / 100", "valid_loss": _("validation loss"),
+        # The training job's validation chart: exact match and token accuracy are 0..1, BLEU drawn divided by 100.
+        "score": _("score (0–1; BLEU ÷ 100)"), **{arm: label_text(arm) for arm in arms},
     }
     return json_script(labels, "chart-labels")
 

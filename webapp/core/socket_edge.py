@@ -44,7 +44,7 @@ def site_origin(scope: dict[str, Any]) -> tuple[str, str, int] | None:
     if not host_header:
         return None
     secure = scope.get("scheme") == "wss"
-    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    proxy = settings.SECURE_PROXY_SSL_HEADER
     if proxy:  # a trusted TLS proxy says so (the same setting Django's request.is_secure() reads)
         name, value = proxy
         header = name.removeprefix("HTTP_").lower().replace("_", "-").encode()

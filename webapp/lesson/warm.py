@@ -11,7 +11,7 @@ from webapp.playground.worker.warm import WarmModels
 
 @lru_cache(maxsize=1)
 def _models() -> WarmModels:
-    return WarmModels(capacity=3, device=getattr(settings, "MODELCORE_DEVICE", "cpu"))
+    return WarmModels(capacity=3, device=settings.MODELCORE_DEVICE)
 
 
 def warm_model(path: str, checkpoint_hash: str) -> LoadedModel:

@@ -75,8 +75,7 @@ class Relay:
         self._task: asyncio.Task[None] | None = None
         self._watched: dict[str, Watched] = {}
         self._watchdog: asyncio.Task[None] | None = None
-        # Tests only: drop each request's token frame of this seq, as a lost message would (settings/test.py).
-        self._drop_seq: int | None = getattr(settings, "PLAYGROUND_TEST_DROP_SEQ", None)
+        self._drop_seq: int | None = settings.PLAYGROUND_TEST_DROP_SEQ  # tests only (settings/base.py)
 
     def watch(self, socket: FrameReceiver, request_id: str) -> None:
         """Expect this request's frames; tell the socket when they stop coming (request_lost)."""

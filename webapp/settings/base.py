@@ -181,6 +181,9 @@ PLAYGROUND_QUEUE_WAIT_S = env_int("PLAYGROUND_QUEUE_WAIT_S", 15, minimum=2)
 # Torch threads of an interactive worker process: small decoding steps are bound by per-op overhead,
 # and idle OpenMP threads spinning beside the loop slowed each step 10x on a busy 2-core machine.
 PLAYGROUND_TORCH_THREADS = env_int("PLAYGROUND_TORCH_THREADS", 1, minimum=1)
+# A test hook of the relay: drop each request's token frame of this seq, as a lost message would
+# (gap repair tests). Never set here; settings/test.py arms it from the environment.
+PLAYGROUND_TEST_DROP_SEQ: int | None = None
 
 # Experiments (docs/experiments.md): new runs a non-admin may start in 24 hours, and the torch
 # threads of each run (one: runs share the training worker's cores with each other).

@@ -113,7 +113,7 @@ GLOSSARY: list[dict[str, Any]] = [
     {"zh": "解码器", "en": "decoder", "page": "decoder", "anchor": "order",
      "def": {"zh": "一边看已生成的部分、一边看编码器输出，逐个生成目标词的层堆叠。", "en": "The stack that writes the target token by token, reading what it wrote and the encoder's memory."}},
     {"zh": "多头自注意力", "en": "multi-head self-attention", "page": "encoder", "anchor": "attention",
-     "def": {"zh": "同一序列的各位置互相打分并加权求和，分成 h 个头各算一遍。", "en": "Positions of one sequence score and mix one another, in h heads side by side."}},
+     "def": {"zh": "同一序列的各位置互相打分并加权求和，分成 h 个注意力头各算一遍。", "en": "Positions of one sequence score and mix one another, in h heads side by side."}},
     {"zh": "缩放点积注意力", "en": "scaled dot-product attention", "page": "encoder", "anchor": "attention",
      "def": {"zh": "softmax(QKᵀ/√d_k)·V。", "en": "softmax(QKᵀ/√d_k)·V."}},
     {"zh": "位置编码", "en": "positional encoding", "page": "encoder", "anchor": "positions",

@@ -33,7 +33,7 @@ def _card_facts(model: TrainedModel) -> list[str]:
     if "exact_match" in metrics:
         facts.append(_("exact match %(v)s") % {"v": f"{metrics['exact_match']:.1%}"})
     if "token_accuracy" in metrics:
-        facts.append(_("token accuracy %(v)s") % {"v": f"{metrics['token_accuracy']:.1%}"})
+        facts.append(_("teacher-forced token accuracy %(v)s") % {"v": f"{metrics['token_accuracy']:.1%}"})
     return facts
 
 

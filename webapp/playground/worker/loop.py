@@ -240,17 +240,12 @@ class FrameSender:
         self._finished: dict[str, str] = {}  # request id -> state of a request whose last frame just went
 
     async def send(self, outs: list[Out]) -> None:
-        relayed: dict[str, list[Out]] = defaultdict(list)
         for out in outs:
             if out.kept:
                 self._sent.setdefault(out.request_id, []).append(out)
             if out.final:
                 self._finished[out.request_id] = _state_text(out.request_id, self._sent.pop(out.request_id))
-            if out.relay is None:
-                log.error("request %s has no relay to send its frames to", out.request_id)
-            else:
-                relayed[out.relay].append(out)
-        await asyncio.gather(*(self.layer.send(relay, _relay_message(group)) for relay, group in relayed.items()))
+        await self._relay(outs)
 
     async def send_states(self, request_ids: set[str]) -> None:
         """A `state` frame for each of these running requests: every frame sent for it so far."""
@@ -260,12 +255,17 @@ class FrameSender:
             if sent:
                 last = sent[-1]
                 outs.append(Out(last.reply, request_id, False, _state_text(request_id, sent), last.relay))
-        if outs:
-            relayed: dict[str, list[Out]] = defaultdict(list)
-            for out in outs:
-                if out.relay is not None:
-                    relayed[out.relay].append(out)
-            await asyncio.gather(*(self.layer.send(r, _relay_message(group)) for r, group in relayed.items()))
+        await self._relay(outs)
+
+    async def _relay(self, outs: list[Out]) -> None:
+        """One message to each relay holding its frames of `outs`, in order."""
+        relayed: dict[str, list[Out]] = defaultdict(list)
+        for out in outs:
+            if out.relay is None:
+                log.error("request %s has no relay to send its frames to", out.request_id)
+            else:
+                relayed[out.relay].append(out)
+        await asyncio.gather(*(self.layer.send(relay, _relay_message(group)) for relay, group in relayed.items()))
 
     def take_finished(self) -> dict[str, str]:
         """The states of the requests that ended since the last call, for a late resync (keys.state_key)."""

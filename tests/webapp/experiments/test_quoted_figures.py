@@ -58,6 +58,24 @@ def last_times_sqrt(layers: int) -> float:
     return w2(shipped("residuals", f"gradflow_{layers}_res"), "decoder")[-1] * math.sqrt(layers)
 
 
+def below_last_without_residuals(layers: int) -> list[float]:
+    """The gradient norms of the decoder layers below the last, with no residuals."""
+    norms = [row["grad_norms"]["layer"] for row in shipped("residuals", f"gradflow_{layers}_nores")["layers"]
+             if row["stack"] == "decoder"]
+    return norms[:-1]
+
+
+def power_of_ten_above(value: float) -> str:
+    """The smallest power of ten above the value, as the pages write it ("less than 1e-7")."""
+    return f"1e{math.floor(math.log10(value)) + 1}"
+
+
+def final(page: str, name: str, label: str) -> dict[str, float]:
+    """A training arm's final loss (mean of the last steps) and its last evaluation."""
+    run = arm(page, name, label)["run"]
+    return {**run["evals"][-1], "loss": run["final_loss"]}
+
+
 # (quoted text, the same text built from the shipped JSON): the page's wording with the JSON's number in it.
 def claims() -> list[tuple[str, str]]:
     post, pre = shipped("norm-position", "gradflow_post"), shipped("norm-position", "gradflow_pre")
@@ -68,6 +86,7 @@ def claims() -> list[tuple[str, str]]:
     enc24 = {r: [row["grad_norms"]["layer"] for row in shipped("residuals", f"gradflow_24_{r}")["layers"]
                  if row["stack"] == "encoder"] for r in ("res", "nores")}
     spread = drift("no residual", "spread")
+    tiny = max(v for n in (6, 12, 24) for v in below_last_without_residuals(n))
     return [
         ("0.043 to 0.257", f"{w2(post, 'decoder')[0]:.3f} to {w2(post, 'decoder')[-1]:.3f}"),
         ("0.136 to 0.079", f"{w2(pre, 'decoder')[0]:.3f} to {w2(pre, 'decoder')[-1]:.3f}"),
@@ -87,10 +106,11 @@ def claims() -> list[tuple[str, str]]:
         ("0.28", f"{enc24['res'][0]:.2f}"), ("0.059", g2(enc24["res"][-1])),
         ("0.35", f"{spread[0]:.2f}"), ("0.02", f"{spread[1]:.2f}"), ("1e-5", g2(spread[2])), ("0", f"{spread[3]:.0f}"),
         ("0.42", f"{drift('residual', 'cosine')[-1]:.2f}"),
+        ("1e-7", power_of_ten_above(tiny)),
     ]
 
 
-@pytest.mark.parametrize("index", range(23))
+@pytest.mark.parametrize("index", range(len(claims())))
 def test_each_quoted_figure_is_the_shipped_one(index):
     quoted, from_json = claims()[index]
     assert quoted == from_json
@@ -99,8 +119,8 @@ def test_each_quoted_figure_is_the_shipped_one(index):
 PAGES = {
     "/experiments/norm-position/": ["0.043 to 0.257", "0.136 to 0.079", "0.226, 0.217, 0.229, 0.240, 0.232, 0.234",
                                     "0.236 to 0.092", "0.128, 0.135, 0.131", "0.041, 0.028, 0.021",
-                                    "0.100, 0.098, 0.105", "0.114", "0.57", "3e-6", "5.9e-5", "99.87", "99.98"],
-    "/experiments/residuals/": ["0.30", "0.42", "0.28", "0.059", "0.35", "0.02", "1e-5"],
+                                    "0.100, 0.098, 0.105", "0.114", "0.57", "3e-6", "2.8", "5.9e-5", "99.87", "99.98"],
+    "/experiments/residuals/": ["0.30", "0.42", "0.28", "0.059", "0.35", "0.02", "1e-5", "1e-7"],
 }
 
 
@@ -191,3 +211,50 @@ def test_the_docs_tables_and_ranges_are_the_shipped_ones(doc):
 def enc24_layer(residual: str, index: int) -> float:
     return [row["grad_norms"]["layer"] for row in shipped("residuals", f"gradflow_24_{residual}")["layers"]
             if row["stack"] == "encoder"][index]
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """Each markdown table row's cells after its label, a cell cut to its leading number ("2.99 (the uniform …)")."""
+    rows = [line.strip().strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
+    return [[re.match(r"\s*([^\s（(]*)", cell).group(1) for cell in row[1:]] for row in rows]
+
+
+@pytest.mark.parametrize("doc", ["docs/experiments.md", "docs/experiments.zh.md"])
+def test_the_warmup_table_is_the_shipped_runs(doc):
+    runs = [final("norm-position", "compare_norm_position", "post"), final("norm-position", "compare_norm_position", "pre"),
+            final("norm-position", "compare_warmup", "warmup")]
+    rows = table_rows((ROOT / doc).read_text(encoding="utf-8"))
+    for run in runs:  # Post-LN without warmup, Pre-LN without warmup, Post-LN with warmup
+        cells = [f"{run['loss']:.2f}", f"{run['token_accuracy']:.2f}", f"{run['exact_match']:.2f}"]
+        assert cells in rows, (doc, cells)
+
+
+def doc_phrases(language: str) -> list[str]:
+    """The figures the docs quote in their sentences, each in the doc's wording, built from the shipped JSON."""
+    pre_heat = arm("norm-position", "compare_norm_position", "pre")["run"]["grad_norms"]["layer"]
+    low, high = g2(min(min(row) for row in pre_heat)), g2(max(max(row) for row in pre_heat))
+    tiny = power_of_ten_above(max(v for n in (6, 12, 24) for v in below_last_without_residuals(n)))
+    zeros = [(sum(v == 0 for v in below_last_without_residuals(n)), n - 1) for n in (6, 12, 24)]
+    post, pre = final("norm-position", "compare_norm_position", "post"), final("norm-position", "compare_norm_position", "pre")
+    res, nores = final("residuals", "compare_residual", "residual"), final("residuals", "compare_residual", "no residual")
+    ln, rms = final("layernorm", "norms", "layernorm"), final("layernorm", "norms", "rmsnorm")
+    if language == "en":
+        return [f"between {low} and {high}", f"less than {tiny}", ", ".join(f"{z} of {n}" for z, n in zeros),
+                f"with residuals {res['loss']:.2f} (token accuracy {res['token_accuracy']:.2f}), "
+                f"without {nores['loss']:.2f} ({nores['token_accuracy']:.2f})",
+                f"token accuracy {ln['token_accuracy']:.2f} vs {rms['token_accuracy']:.2f}",
+                f"({pre['loss']:.2f} vs {post['loss']:.2f})"]
+    return [f"{low} 到 {high}", f"小于 {tiny}", "、".join(f"{n} 层中 {z} 层" for z, n in zeros),
+            f"有残差 {res['loss']:.2f}（词元准确率 {res['token_accuracy']:.2f}），"
+            f"无残差 {nores['loss']:.2f}（{nores['token_accuracy']:.2f}）",
+            f"词元准确率 {ln['token_accuracy']:.2f} vs {rms['token_accuracy']:.2f}",
+            f"（{pre['loss']:.2f} 对 {post['loss']:.2f}）"]
+
+
+@pytest.mark.parametrize(("doc", "language"), [("docs/experiments.md", "en"), ("docs/experiments.zh.md", "zh")])
+def test_the_docs_sentences_quote_the_shipped_figures(doc, language):
+    # A sentence may wrap: a line break reads as one space, or as none between two Chinese characters.
+    text = re.sub(r"\s*\n\s*", " ", (ROOT / doc).read_text(encoding="utf-8"))
+    text = re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef]) (?=[\u3000-\u9fff\uff00-\uffef])", "", text)
+    missing = [phrase for phrase in doc_phrases(language) if phrase not in text]
+    assert not missing, missing

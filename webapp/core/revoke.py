@@ -1,4 +1,5 @@
-"""Signals that end a user's socket rights: sign-out (that session), deactivation and role changes (every session)."""
+"""Signals that end a user's socket rights: sign-out (that session); deactivation, role changes and deletion (every
+session)."""
 from __future__ import annotations
 
 import logging
@@ -6,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_out
-from django.db.models.signals import m2m_changed, post_save, pre_save
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 from webapp.core.socket_guard import sockets_close
@@ -46,6 +47,11 @@ def _on_user_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) -> 
     before = getattr(instance, "_rights_before", None)
     if not created and before is not None and before != tuple(getattr(instance, f) for f in _RIGHTS):
         _close(user_id=instance.pk, reason="rights_changed")
+
+
+@receiver(post_delete, sender=User)
+def _on_user_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
+    _close(user_id=instance.pk, reason="deleted")  # the pk is still set here; Django clears it after the signal
 
 
 @receiver(m2m_changed, sender=User.groups.through)

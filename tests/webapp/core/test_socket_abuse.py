@@ -111,9 +111,10 @@ def _signed_in(user) -> Client:
     return client
 
 
-@pytest.mark.parametrize("change", ["sign_out", "deactivate", "role"])
+@pytest.mark.parametrize("change", ["sign_out", "deactivate", "role", "delete"])
 def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, change):
     from asgiref.sync import sync_to_async
+    from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
     browser = _signed_in(student)
@@ -125,6 +126,8 @@ def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, c
         elif change == "deactivate":
             student.is_active = False
             student.save()
+        elif change == "delete":
+            get_user_model().objects.get(pk=student.pk).delete()  # as the admin does
         else:
             student.groups.remove(Group.objects.get(name="students"))
             student.groups.add(Group.objects.get_or_create(name="instructors")[0])

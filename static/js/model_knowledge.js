@@ -1,35 +1,46 @@
 // Before a decode: asks the server which words of the source the chosen model does not know, and shows its answer
-// (a fragment of registry/partials/knowledge.html) in the panel. The decode itself is the playground's business.
-const panel = document.querySelector('[data-knowledge]');
-const source = document.getElementById(panel?.dataset.source || '');
-const picker = document.getElementById(panel?.dataset.picker || '');
-let timer = null;
-let asked = 0;
+// (a fragment of registry/partials/knowledge.html) in the panel. The decode itself is the page's business.
+// A page may hold several panels (the lesson's demonstrations): each finds its source box and model picker by id
+// (data-source, data-picker) or by name inside its own form (data-source-name, data-picker-name).
 
-async function check() {
-  const model = picker?.value;
-  if (!model || !source) return;
-  const ticket = ++asked;
-  const url = panel.dataset.url.replace('__model__', encodeURIComponent(model)) +
-    '?source=' + encodeURIComponent(source.value);
-  try {
-    const response = await fetch(url, {headers: {'HX-Request': 'true'}, credentials: 'same-origin'});
-    const html = await response.text();
-    if (ticket === asked) panel.innerHTML = html;  // a slower, older answer never replaces a newer one
-  } catch {
-    if (ticket === asked) panel.textContent = '';
+function field(panel, id, name) {
+  if (id) return document.getElementById(id);
+  return name ? panel.closest('form')?.elements.namedItem(name) : null;
+}
+
+function watch(panel) {
+  const {source: sourceId, picker: pickerId, sourceName, pickerName} = panel.dataset;
+  const source = field(panel, sourceId, sourceName);
+  const picker = field(panel, pickerId, pickerName);
+  if (!source) return;
+  let timer = null;
+  let asked = 0;
+
+  async function check() {
+    const model = picker?.value;
+    if (!model) return;
+    const ticket = ++asked;
+    const url = panel.dataset.url.replace('__model__', encodeURIComponent(model)) +
+      '?source=' + encodeURIComponent(source.value);
+    try {
+      const response = await fetch(url, {headers: {'HX-Request': 'true'}, credentials: 'same-origin'});
+      const html = await response.text();
+      if (ticket === asked) panel.innerHTML = html;  // a slower, older answer never replaces a newer one
+    } catch {
+      if (ticket === asked) panel.textContent = '';
+    }
   }
-}
 
-function later() {
-  clearTimeout(timer);
-  timer = setTimeout(check, 250);
-}
+  function later() {
+    clearTimeout(timer);
+    timer = setTimeout(check, 250);
+  }
 
-if (panel && source) {
   source.addEventListener('input', later);
   picker?.addEventListener('change', later);
   // Example buttons fill the source from script, which fires no input event.
   document.addEventListener('click', (event) => { if (event.target.closest('[data-example]')) later(); });
   check();
 }
+
+document.querySelectorAll('[data-knowledge]').forEach(watch);

@@ -1,4 +1,5 @@
-"""Chromium: before a decode the playground marks the word the model does not know, then still decodes it."""
+"""Chromium: before a decode the playground, the lesson's demonstrations and the classroom console mark the words
+the model does not know; the playground still decodes the sentence."""
 from __future__ import annotations
 
 import pytest
@@ -43,3 +44,33 @@ def test_it_speaks_chinese_on_a_chinese_page(asgi_server, demo, zh_en, page_fact
     page.wait_for_function(f"{UNKNOWN}?.textContent === '去北京'")
     text = page.get_by_test_id("knowledge-panel").inner_text()
     assert "从没见过" in text and "训练数据" in text
+
+
+def test_a_lesson_demonstration_marks_what_its_model_does_not_know(asgi_server, demo, zh_en, page_factory):
+    page = page_factory("en-US")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/lesson/encoder/")  # no worker: the marks come from the web process, before any run
+    form = page.locator("form[data-testid^=demo-form-]")
+    form.locator("select[name=model]").select_option(zh_en)
+    form.get_by_test_id("sentence").fill("我的狗不会游泳。")
+    form.locator("[data-testid=unknown-word]").wait_for()
+    assert form.locator("[data-testid=unknown-word]").all_inner_texts() == ["游泳"]
+    assert "It will still translate the sentence" in form.get_by_test_id("knowledge-panel").inner_text()
+    form.get_by_test_id("sentence").fill("我的猫追了一只老鼠。")
+    page.wait_for_function(f"{UNKNOWN} === null && document.querySelector('[data-testid=knowledge]')")
+
+
+def test_the_instructors_console_marks_what_the_sessions_model_does_not_know(asgi_server, demo, zh_en, page_factory):
+    teacher = page_factory("en-US")
+    sign_in(teacher, asgi_server, "instructor")
+    teacher.goto(asgi_server + "/classroom/")
+    teacher.fill("input[name=title]", "Monday class")
+    teacher.select_option("select[name=model]", zh_en)
+    teacher.get_by_test_id("create").click()
+    teacher.wait_for_url("**/console/")
+    teacher.get_by_test_id("source").fill("我们明天去北京。")
+    teacher.wait_for_function(f"{UNKNOWN}?.textContent === '去北京'")
+    assert teacher.get_by_test_id("knowledge-panel").get_by_test_id("card-link").get_attribute("href") == (
+        f"/models/{zh_en}/")
+    teacher.get_by_test_id("source").fill("昨天我在花园里画了三条大鱼。")
+    teacher.wait_for_function(f"{UNKNOWN} === null && document.querySelector('[data-testid=knowledge]')")

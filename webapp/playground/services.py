@@ -12,12 +12,15 @@ import redis
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
+from webapp.celery import app
 from webapp.core.presence import workers_by_queue
 from webapp.playground import keys
 from webapp.playground.attention import View, attention_frame_of_packed
 from webapp.playground.protocol import DecodeRequest, Limits, ProtocolError, parse_decode
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
+
+DECODE_TASK = "webapp.playground.decode"  # webapp.playground.tasks.decode, on the interactive queue
 
 # Atomically: forget expired entries, refuse over either limit, else record the request.
 # Returns {0} (accepted), {1} (too many running) or {2, seconds until a slot frees} (rate).
@@ -108,11 +111,9 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
     verdicts = [_refusal(verdict) for verdict in pipe.execute()]
     admitted = [job for job, refusal in zip(jobs, verdicts, strict=True) if refusal is None]
     if admitted:
-        from webapp.playground.tasks import decode
-
         try:
             # A worker that comes back after the web side refused these jobs (no_worker) drops them unrun.
-            decode.apply_async(args=[admitted], queue="interactive", expires=settings.PLAYGROUND_QUEUE_WAIT_S)
+            app.send_task(DECODE_TASK, args=[admitted], queue="interactive", expires=settings.PLAYGROUND_QUEUE_WAIT_S)
         except Exception:  # the broker is down: free the slots just taken before telling the clients
             release = playground_redis().pipeline(transaction=False)
             for job in admitted:

@@ -5,8 +5,10 @@ from typing import Any
 
 from celery import shared_task
 
+from webapp.playground.services import DECODE_TASK
 
-@shared_task(name="webapp.playground.decode", ignore_result=True)
+
+@shared_task(name=DECODE_TASK, ignore_result=True)
 def decode(jobs: list[dict[str, Any]]) -> None:
     """Hand decode requests (those the web process accepted together) to this process's batching loop.
 

@@ -44,11 +44,21 @@ def test_the_question_names_the_checkpoint_and_its_validation_figures(client_as,
     page = response.content.decode()
     assert response.status_code == 200
     assert "Keep the last checkpoint (step 20) as a model" in page
-    assert "exact_match 1.000" in page and 'name="keep" value="1" checked' in page
+    figures = page.split('data-testid="checkpoint-figures">', 1)[1].split("</p>", 1)[0]
+    assert "exact match 1.000 · BLEU 100.0" in figures and "exact_match" not in figures  # step 20's, readable
+    assert 'name="keep" value="1" checked' in page
     assert page.index('data-testid="keep-training"') < page.index('data-testid="confirm-cancel"')
     assert 'class="primary" href="/training/jobs/' in page  # the main action is to keep training
     running_job.refresh_from_db()
     assert not running_job.cancel_requested
+
+
+def test_the_checkpoints_figures_read_in_chinese(client_as, admin, running_job):
+    client = client_as(admin)
+    client.cookies["django_language"] = "zh-hans"
+    page = client.get(f"/training/jobs/{running_job.pk}/cancel/").content.decode()
+    figures = page.split('data-testid="checkpoint-figures">', 1)[1].split("</p>", 1)[0]
+    assert "完全匹配率 1.000 · BLEU 100.0" in figures and "exact" not in figures
 
 
 def test_cancelling_with_keep_registers_the_checkpoint_as_a_model(client_as, admin, running_job, store):

@@ -8,6 +8,7 @@ from django.utils.translation import gettext as _
 
 from webapp.core.figure_style import figure_style as style
 from webapp.core.figure_style import label_text
+from webapp.registry.metrics import metric_name
 
 register = template.Library()
 
@@ -18,7 +19,7 @@ def chart_labels() -> SafeString:
     arms = ("post", "pre", "residual", "no residual", "warmup", "no warmup", "layernorm", "rmsnorm")
     labels = {
         "step": _("step"), "loss": _("training loss"), "metric": _("metric"), "lr": _("learning rate"),
-        "exact_match": _("exact match"), "token_accuracy": _("token accuracy (teacher-forced)"),
+        **{key: metric_name(key) for key in ("exact_match", "token_accuracy")},
         "bleu": "BLEU / 100", "valid_loss": _("validation loss"),
         # The training job's validation chart: exact match and token accuracy are 0..1, BLEU drawn divided by 100.
         "score": _("score (0–1; BLEU ÷ 100)"), **{arm: label_text(arm) for arm in arms},

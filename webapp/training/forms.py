@@ -1,6 +1,7 @@
 """The job form (every field within bounds, each mistake beside its field) and the corpus upload form."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django import forms
@@ -12,8 +13,9 @@ from modelcore.config import KNOBS, model_overrides
 from modelcore.tasks import TASK_NAMES
 from modelcore.training.schedule import SCHEDULES
 from webapp.core.model_forms import check_model, model_choice_field
-from webapp.training.models import Dataset
-from webapp.training.spec import train_config_dict
+from webapp.core.redact import without_paths
+from webapp.training.models import Dataset, TrainingJob
+from webapp.training.spec import dataset_bytes, job_task, train_config_dict
 
 
 def _int(label: str, initial: int, low: int, high: int, help_text: str = "") -> forms.IntegerField:
@@ -81,7 +83,14 @@ class JobForm(forms.Form):
 
     def _check_memory(self) -> None:
         """Refuse a model whose weights, gradients and Adam's two moments alone outgrow the training worker."""
-        needed = training_state_bytes(self._model())
+        task, dataset = self.cleaned_data.get("task") or "", self.cleaned_data.get("dataset")
+        try:
+            vocab = data_vocab_sizes(task, dataset)
+        except ValueError as error:  # the worker could not build this data either
+            self.add_error("dataset" if dataset else "task", _("This data cannot be read: %(reason)s")
+                           % {"reason": without_paths(str(error))})
+            return
+        needed = training_state_bytes(self._model(), *vocab)
         limit = settings.TRAINING_WORKER_MEMORY_GIB * 2**30
         if needed > limit:
             self.add_error(None, _(
@@ -97,7 +106,24 @@ class JobForm(forms.Form):
         return model_overrides(**{name: self.cleaned_data[name] for name in KNOBS})
 
 
-def training_state_bytes(model: dict[str, Any], vocab_size: int = 1024) -> int:
+def data_vocab_sizes(task: str, dataset: Dataset | None) -> tuple[int, int]:
+    """The source and target vocabulary sizes the training worker builds for this task or corpus; a ValueError
+    when it could not build the data (a corpus file that vanished or changed since its upload)."""
+    if dataset is None:
+        return _vocab_sizes(task, None, "")
+    dataset_bytes(dataset)  # the cache is keyed by the corpus's content: the file must still hold it
+    return _vocab_sizes("", dataset.pk, dataset.sha256)
+
+
+@functools.lru_cache(maxsize=64)
+def _vocab_sizes(task: str, dataset_id: int | None, sha256: str) -> tuple[int, int]:
+    """Built once per process and data: a 20 MB corpus's BPE takes the worker's CPUs many seconds."""
+    dataset = Dataset.objects.get(pk=dataset_id) if dataset_id is not None else None
+    src, tgt = job_task(TrainingJob(task=task, dataset=dataset, config={})).build_tokenizers()  # as the worker does
+    return src.vocab_size, tgt.vocab_size
+
+
+def training_state_bytes(model: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int) -> int:
     """fp32 weights, their gradients and Adam's two moments: 16 bytes a parameter (counted on the meta device)."""
     import torch
 
@@ -105,7 +131,8 @@ def training_state_bytes(model: dict[str, Any], vocab_size: int = 1024) -> int:
     from modelcore.model import EncoderDecoder
 
     with torch.device("meta"):  # shapes only: nothing is allocated
-        built = EncoderDecoder(ModelConfig(**{**model, "src_vocab_size": vocab_size, "tgt_vocab_size": vocab_size}))
+        built = EncoderDecoder(ModelConfig.from_preset("tiny", src_vocab_size=src_vocab_size,  # train_config_dict's
+                                                       tgt_vocab_size=tgt_vocab_size, **model))
     return 16 * sum(p.numel() for p in built.parameters())
 
 

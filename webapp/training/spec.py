@@ -47,13 +47,18 @@ def job_task(job: TrainingJob) -> Task:
         except ValueError as exc:
             raise JobDataError(str(exc)) from None
     dataset = job.dataset
+    return load_tsv_corpus(dataset_bytes(dataset), name=dataset_task_name(dataset), max_line_chars=MAX_LINE_CHARS)
+
+
+def dataset_bytes(dataset: Dataset) -> bytes:
+    """The corpus file as it was uploaded; JobDataError when it vanished or changed since."""
     try:
         data = dataset.file.read_bytes()
     except FileNotFoundError:
         raise JobDataError(f"the corpus file of dataset {dataset.name!r} is missing ({dataset.file})") from None
     if hashlib.sha256(data).hexdigest() != dataset.sha256:
         raise JobDataError(f"the corpus file of dataset {dataset.name!r} changed since it was uploaded")
-    return load_tsv_corpus(data, name=dataset_task_name(dataset), max_line_chars=MAX_LINE_CHARS)
+    return data
 
 
 def job_model_name(job: TrainingJob) -> str:

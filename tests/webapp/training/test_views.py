@@ -127,3 +127,40 @@ def test_a_model_the_training_worker_cannot_hold_is_refused(client_as, admin, se
     assert not TrainingJob.objects.exists()
     settings.TRAINING_WORKER_MEMORY_GIB = 16  # a bigger worker takes it
     assert client_as(admin).post("/training/new/", big).status_code == 302
+
+
+def _large_vocabulary_corpus() -> bytes:
+    """About 2,700 pairs of ten distinct CJK characters each: a character vocabulary of about 25,000 a side."""
+    chars = [chr(c) for c in (*range(0x4E00, 0x9FFF), *range(0x3400, 0x4DBF))]
+    n = len(chars) // 10
+    line = lambda i: "".join(chars[i * 10:(i + 1) * 10])  # noqa: E731
+    return "\n".join(f"{line(i)}\t{line((i + n // 2) % n)}" for i in range(n)).encode()
+
+
+def test_a_corpus_with_a_large_vocabulary_counts_its_real_vocabulary(client_as, admin, settings, store,
+                                                                      empty_training_queue):
+    from webapp.training.datasets import dataset_upload
+
+    corpus = dataset_upload(name="many-chars", filename="many.tsv", data=_large_vocabulary_corpus(), owner=admin)
+    model = {"layers": "2", "d_model": "1024", "n_heads": "16", "d_ff": "4096"}
+    settings.TRAINING_WORKER_MEMORY_GIB = 1
+    small = client_as(admin).post("/training/new/", {**VALID_FORM, **model})  # "reverse": 24 symbols a side
+    assert small.status_code == 302, "0.9 GiB: a 1 GiB worker holds it"
+    large = client_as(admin).post("/training/new/", {**VALID_FORM, **model, "task": "", "dataset": corpus.pk})
+    assert large.status_code == 400  # the same layers with ~25,000 embeddings a side: 2.0 GiB
+    assert "This model needs 2.0 GiB for its weights, gradients and optimizer state alone" in large.content.decode()
+    assert TrainingJob.objects.count() == 1
+    settings.TRAINING_WORKER_MEMORY_GIB = 3
+    assert client_as(admin).post("/training/new/", {**VALID_FORM, **model, "task": "", "dataset": corpus.pk}
+                                 ).status_code == 302
+
+
+def test_a_corpus_whose_file_is_gone_is_refused_without_the_servers_path(client_as, admin, store):
+    from webapp.training.datasets import dataset_upload
+
+    corpus = dataset_upload(name="gone", filename="gone.tsv", data=_large_vocabulary_corpus(), owner=admin)
+    corpus.file.unlink()
+    response = client_as(admin).post("/training/new/", {**VALID_FORM, "task": "", "dataset": corpus.pk})
+    page = response.content.decode()
+    assert response.status_code == 400 and "This data cannot be read" in page and "is missing" in page
+    assert str(store) not in page and not TrainingJob.objects.exists()

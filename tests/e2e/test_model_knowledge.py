@@ -74,3 +74,20 @@ def test_the_instructors_console_marks_what_the_sessions_model_does_not_know(asg
         f"/models/{zh_en}/")
     teacher.get_by_test_id("source").fill("昨天我在花园里画了三条大鱼。")
     teacher.wait_for_function(f"{UNKNOWN} === null && document.querySelector('[data-testid=knowledge]')")
+
+
+def test_the_real_sentence_model_s_card_draws_its_heads_against_the_glosses(asgi_server, demo, zh_en, page_factory):
+    page = page_factory("en-US")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/models/zh-en-hsk/")
+    page.wait_for_function("document.getElementById('alignment')?.data?.[0]?.z?.length === 3")
+    heatmap = page.get_by_test_id("alignment-heatmap")
+    rows = page.evaluate("[...document.querySelectorAll('#alignment .ytick text')]"
+                         ".sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)"
+                         ".map((t) => t.textContent)")
+    assert rows == ["1", "2", "3"]  # one drawn row per decoder layer, the first on top
+    assert heatmap.locator(".xtick text").all_text_contents() == ["1", "2", "3", "4", "mean over heads"]
+    assert heatmap.locator(".gtitle").text_content() == "Does each attention head look at the word being translated?"
+    label = heatmap.get_attribute("aria-label")
+    assert heatmap.get_attribute("role") == "img" and "layer 3: " in label and "Chance: " in label
+    assert "Chance (a character picked at random)" in page.get_by_test_id("alignment-caption").inner_text()

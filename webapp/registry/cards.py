@@ -32,6 +32,20 @@ HSK_ATTRIBUTION = _(
     "licence; a model trained on them is shared under the same licence."
 )
 
+# The alignment figure (registry.alignment draws it for a model with an alignment.json).
+ALIGNMENT_TITLE = _("Does each attention head look at the word being translated?")
+ALIGNMENT_MEASURE = _(
+    "The model reads each held-out sentence's human translation (teacher forcing); for every English word that the dictionary "
+    "gloss of a Chinese word in the sentence contains, we ask whether the source character a cross-attention "
+    "head weighs most lies in that Chinese word."
+)
+ALIGNMENT_CAVEAT = _(
+    "Attention is no guaranteed explanation: a head can look at the right word without the model using it, and "
+    "the other way round. The glosses are a rough reference too: a dictionary gloss is not the translator's "
+    "choice, so a correct translation in other words counts as a miss, and function words (the, of, is) are not "
+    "counted."
+)
+
 ADDS_YESTERDAY = _(
     "Adds “yesterday”, which the source does not say: in its training data 了 only ever came with a time phrase "
     "such as 昨天."

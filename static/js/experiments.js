@@ -1,6 +1,6 @@
 // Experiment pages: draw every figure set, and follow launched runs live over /ws/experiments/<id>/.
 import { chartLabel } from "./chart_labels.js";
-import { colorOf, drawFigureSets, plot } from "./figure_style.js";
+import { colorOf, describe, drawFigureSets, plot } from "./figure_style.js";
 import { liveSocket } from "./socket.js";
 
 function followRun(panel) {
@@ -32,6 +32,7 @@ function followRun(panel) {
       if (!arms.has(frame.arm)) {
         arms.set(frame.arm, arms.size);
         Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: chartLabel(frame.arm), line: { color: colorOf(frame.arm) } });
+        live.setAttribute("aria-label", describe(live.data, liveLayout));  // drawn with no series: now it names them
       }
       Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
     }

@@ -45,3 +45,21 @@ def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, p
     assert page.get_by_test_id("run-panel").get_attribute("data-status") == "succeeded"
     assert page.get_by_test_id("run-status").inner_text() == "Done"
     assert traces(page, "loss") == 2
+
+
+@pytest.mark.usefixtures("empty_training_queue")
+def test_the_live_loss_chart_names_its_series_to_a_screen_reader(asgi_server, demo, page_factory, start_worker):
+    start_worker("experiments")
+    page = page_factory("en-US")
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/experiments/")
+    form = page.get_by_test_id("launch-form")
+    for name, value in {"layers": "2", "d_model": "32", "steps": "300", "batch_size": "16", "seed": "4343"}.items():
+        form.locator(f"input[name={name}]").fill(value)
+    form.locator("button[type=submit]").click()
+    page.wait_for_selector("[data-testid=live-loss]:not([hidden])", timeout=120_000)
+    # Drawn empty at the first loss point, then each arm added: the text alternative names the arms that arrived.
+    page.wait_for_function("""() => { const label = document.querySelector('[data-testid=live-loss]').getAttribute('aria-label');
+                                      return label.includes('Post-LN') && label.includes('Pre-LN'); }""", timeout=120_000)
+    label = page.get_attribute("[data-testid=live-loss]", "aria-label")
+    assert label.startswith("training loss. step · training loss. ") and page.get_attribute("[data-testid=live-loss]", "role") == "img"

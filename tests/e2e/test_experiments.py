@@ -8,6 +8,16 @@ from tests.fixtures.demo import sign_in
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
+def launch(page, asgi_server: str, fields: dict[str, str]) -> None:
+    """A student's run of the norm-position comparison, launched from the experiments page."""
+    sign_in(page, asgi_server, "student")
+    page.goto(asgi_server + "/experiments/")
+    form = page.get_by_test_id("launch-form")
+    for name, value in fields.items():
+        form.locator(f"input[name={name}]").fill(value)
+    form.locator("button[type=submit]").click()
+
+
 def traces(page, figure: str) -> int:
     return page.evaluate(f"document.querySelector('[data-figure={figure}]').data.length")
 
@@ -34,12 +44,7 @@ def test_the_layernorm_page_in_chinese(asgi_server, demo, page_factory):
 def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, page_factory, start_worker):
     start_worker("experiments")
     page = page_factory("en-US")
-    sign_in(page, asgi_server, "student")
-    page.goto(asgi_server + "/experiments/")
-    form = page.get_by_test_id("launch-form")
-    for name, value in {"layers": "1", "d_model": "8", "steps": "10", "batch_size": "8", "seed": "4242"}.items():
-        form.locator(f"input[name={name}]").fill(value)
-    form.locator("button[type=submit]").click()
+    launch(page, asgi_server, {"layers": "1", "d_model": "8", "steps": "10", "batch_size": "8", "seed": "4242"})
     page.get_by_test_id("run-panel").wait_for()
     page.wait_for_selector("[data-testid=run-result] .js-plotly-plot", timeout=120_000)
     assert page.get_by_test_id("run-panel").get_attribute("data-status") == "succeeded"
@@ -51,12 +56,7 @@ def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, p
 def test_the_live_loss_chart_names_its_series_to_a_screen_reader(asgi_server, demo, page_factory, start_worker):
     start_worker("experiments")
     page = page_factory("en-US")
-    sign_in(page, asgi_server, "student")
-    page.goto(asgi_server + "/experiments/")
-    form = page.get_by_test_id("launch-form")
-    for name, value in {"layers": "2", "d_model": "32", "steps": "300", "batch_size": "16", "seed": "4343"}.items():
-        form.locator(f"input[name={name}]").fill(value)
-    form.locator("button[type=submit]").click()
+    launch(page, asgi_server, {"layers": "2", "d_model": "32", "steps": "300", "batch_size": "16", "seed": "4343"})
     page.wait_for_selector("[data-testid=live-loss]:not([hidden])", timeout=120_000)
     # Drawn empty at the first loss point, then each arm added: the text alternative names the arms that arrived.
     page.wait_for_function("""() => { const label = document.querySelector('[data-testid=live-loss]').getAttribute('aria-label');

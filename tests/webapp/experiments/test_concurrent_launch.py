@@ -1,4 +1,9 @@
-"""Launches at once against a real daphne on the default SQLite: a busy database is never a 500, a quota never overrun."""
+"""Launches at once against a real daphne: a busy database is never a 500, a quota never overrun.
+
+Runs on the default SQLite and again on PostgreSQL in CI's second phase (.ci/run sets DATABASE_URL), where
+the user's row lock is what keeps two launches from both taking the quota's last run; by hand:
+DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/pytest tests/webapp/experiments/test_concurrent_launch.py
+"""
 from __future__ import annotations
 
 import re

@@ -6,6 +6,8 @@ const STYLE = node ? JSON.parse(node.textContent) : { colors: {}, colorway: [], 
 const CONFIG = { responsive: true, displaylogo: false };
 
 export const COLORS = STYLE.colors;
+// Attention weights, 0 light to 1 dark, on every heatmap of them.
+export const WEIGHT_SCALE = STYLE.weight_scale;
 
 const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
 

@@ -1,11 +1,10 @@
 // The playground's Plotly views; each grows with every step of the request being shown.
-import { COLORS, plot } from "./figure_style.js";
+import { COLORS, plot, WEIGHT_SCALE } from "./figure_style.js";
 
 const CONFIG = { displayModeBar: false };
 const MARGIN = { l: 80, r: 10, t: 10, b: 60 };
 const ACCENT = COLORS.chosen || "#2f6fde";
 const OTHER = COLORS.other || "#aab4c5";
-const WEIGHTS = [[0, "#f7fbff"], [0.25, "#c6dbef"], [0.5, "#6baed6"], [0.75, "#2171b5"], [1, "#08306b"]]; // 0 light, 1 dark
 
 // -- compact attention (docs/protocol.md, "Attention"): one view, one byte per weight, base64 ---------------
 
@@ -108,7 +107,7 @@ function axis(labels, extra = {}) {
 function heatmap(element, z, xLabels, yLabels, hover, titles) {
   const trace = {
     type: "heatmap", z, x: xLabels.map((_, i) => i), y: yLabels.map((_, i) => i), zmin: 0, zmax: 1,
-    colorscale: WEIGHTS, hoverongaps: false, hovertemplate: hover, customdata: yLabels.map((y) => xLabels.map(
+    colorscale: WEIGHT_SCALE, hoverongaps: false, hovertemplate: hover, customdata: yLabels.map((y) => xLabels.map(
       (x) => [y, x])),
   };
   const layout = {

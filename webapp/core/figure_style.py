@@ -24,6 +24,9 @@ def label_text(label: str) -> str:
     return names.get(label, label)
 
 
+# Attention weights (0..1) on every heatmap of them, the playground's and the lesson's: a large weight reads dark.
+WEIGHT_SCALE = [[0, "#f7fbff"], [0.25, "#c6dbef"], [0.5, "#6baed6"], [0.75, "#2171b5"], [1, "#08306b"]]
+
 # The rest, in order, for series no concept names.
 COLORWAY = ["#2f6fde", "#b42318", "#13795b", "#b4540a", "#7a3fc2", "#0e7490", "#5b6475"]
 
@@ -43,4 +46,4 @@ TEMPLATE: dict[str, Any] = {
 
 def figure_style() -> dict[str, Any]:
     """What static/js/figure_style.js reads from the page."""
-    return {"colors": COLORS, "colorway": COLORWAY, "template": TEMPLATE}
+    return {"colors": COLORS, "colorway": COLORWAY, "template": TEMPLATE, "weight_scale": WEIGHT_SCALE}

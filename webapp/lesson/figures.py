@@ -5,7 +5,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from webapp.core.figure_style import COLORS, COLORWAY
+from webapp.core.figure_style import COLORS, COLORWAY, WEIGHT_SCALE
 
 Figure = dict[str, Any]
 
@@ -22,8 +22,7 @@ def _labels(tokens: list[str]) -> list[str]:
 
 
 def _heatmap(z: list[list[float]], x: list[str], y: list[str], title: str, xt: str, yt: str, **extra: Any) -> Figure:
-    trace = {"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues", "reversescale": True,
-             **extra}  # reversed: Plotly's Blues runs dark to light, and a large weight should read dark
+    trace = {"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": WEIGHT_SCALE, **extra}
     return {"data": [trace], "layout": _layout(title, xt, yt, yaxis={"autorange": "reversed", "type": "category"},
                                                xaxis={"type": "category"})}
 
@@ -36,7 +35,7 @@ def _side_by_side(mats: list[list[list[float]]], x: list[str], y: list[str], tit
     data, layout = [], {"title": {"text": title}, "margin": {"t": 70, "r": 20, "b": 60, "l": 70}, "annotations": []}
     for i, (z, name) in enumerate(zip(mats, titles, strict=True)):
         suffix = "" if i == 0 else str(i + 1)
-        data.append({"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": "Blues", "reversescale": True,
+        data.append({"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": WEIGHT_SCALE,
                      "showscale": i == n - 1, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "zmin": 0, "zmax": 1})
         start = i * (width + gap)
         layout[f"xaxis{suffix}"] = {"domain": [start, start + width], "type": "category", "showticklabels": n <= 2,

@@ -1,16 +1,22 @@
 """One experiment run: its parameters (unique by hash), progress and stored result."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext, ngettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
-from modelcore.experiments import KINDS
+from modelcore.experiments import KINDS, SWITCHES, RunConfig
+from webapp.core.figure_style import label_text
 from webapp.core.jobs import JobStatus
 
 # What each kind of run is called on the pages (modelcore names them in code).
 KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paired training runs"),
                "drift": _("representation drift"), "norms": _("norm statistics")}
+# The arms each kind compares, as modelcore labels them (a compare run's come from its switch).
+KIND_ARMS = {"drift": ("residual", "no residual"), "norms": ("layernorm", "rmsnorm")}
 
 
 class ExperimentRun(models.Model):
@@ -42,7 +48,34 @@ class ExperimentRun(models.Model):
         verbose_name_plural = _("experiment runs")
 
     def __str__(self) -> str:
-        return f"{self.kind} #{self.pk} ({self.status})"
+        return self.display_name()
+
+    def display_name(self) -> str:
+        """What the run compares, in the reader's language: "paired training runs: Post-LN against Pre-LN, 6 layers, seed 0"."""
+        params = self.params or {}
+        parts = [self._arms_text(params)]
+        if "layers" in params:
+            parts.append(ngettext("%(n)s layer", "%(n)s layers", params["layers"]) % {"n": params["layers"]})
+        if "seed" in params:
+            first, seeds = params["seed"], params.get("seeds", 1)
+            parts.append(gettext("seed %(seed)s") % {"seed": first} if seeds == 1
+                         else gettext("seeds %(first)s–%(last)s") % {"first": first, "last": first + seeds - 1})
+        what = pgettext("list separator", ", ").join(part for part in parts if part)
+        kind = str(self.get_kind_display())
+        return gettext("%(kind)s: %(what)s") % {"kind": kind, "what": what} if what else kind
+
+    def _arms_text(self, params: dict[str, Any]) -> str:
+        """"Post-LN against Pre-LN" for the arms compared; the one setting measured for a gradient run."""
+        if self.kind == "gradflow":
+            return label_text(params.get("norm_position", ""))
+        switch = params.get("switch")
+        if self.kind == "compare" and switch in SWITCHES:
+            arms = tuple(label for label, _ in SWITCHES[switch](RunConfig()))  # the labels, whatever the settings
+        else:
+            arms = KIND_ARMS.get(self.kind, ())
+        if len(arms) != 2:
+            return ""
+        return gettext("%(first)s against %(second)s") % {"first": label_text(arms[0]), "second": label_text(arms[1])}
 
     @property
     def status_label(self) -> str:

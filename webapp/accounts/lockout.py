@@ -72,7 +72,8 @@ def _registrations_key(request: HttpRequest) -> str:
 
 
 def registration_allowed(request: HttpRequest) -> bool:
-    """Whether this client address made fewer than REGISTRATIONS_PER_HOUR accounts in the last hour."""
+    """Whether this client address made fewer than REGISTRATIONS_PER_HOUR accounts in the last hour (a read only,
+    to refuse a flood early; registration_take is what holds the limit)."""
     try:
         made = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).get(_registrations_key(request))
     except redis.RedisError:  # the throttle is down, not registration
@@ -81,12 +82,17 @@ def registration_allowed(request: HttpRequest) -> bool:
     return int(made or 0) < settings.REGISTRATIONS_PER_HOUR
 
 
-def registration_made(request: HttpRequest) -> None:
-    """Count one account made from this client address (the count expires an hour after the first)."""
+def registration_take(request: HttpRequest) -> bool:
+    """Count one account about to be made from this client address; False when that is one past
+    REGISTRATIONS_PER_HOUR. The count goes up first and is compared after (one MULTI/EXEC), so two
+    registrations at once, in one web process or several, cannot both take the hour's last place."""
+    key = _registrations_key(request)
     try:
-        pipe = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).pipeline()
-        pipe.set(_registrations_key(request), 0, ex=REGISTRATION_WINDOW_S, nx=True)  # the hour starts at the first
-        pipe.incr(_registrations_key(request))
-        pipe.execute()
-    except redis.RedisError:
+        pipe = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).pipeline(transaction=True)
+        pipe.set(key, 0, ex=REGISTRATION_WINDOW_S, nx=True)  # the hour starts at the first
+        pipe.incr(key)
+        _, made = pipe.execute()
+    except redis.RedisError:  # the throttle is down, not registration
         log.warning("registration throttle unavailable", exc_info=True)
+        return True
+    return int(made) <= settings.REGISTRATIONS_PER_HOUR

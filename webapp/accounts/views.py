@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
 from webapp.accounts.forms import StudentRegistrationForm
-from webapp.accounts.lockout import registration_allowed, registration_made
+from webapp.accounts.lockout import registration_allowed, registration_take
 from webapp.accounts.services import user_register_student
 
 
@@ -35,15 +35,20 @@ def register(request: HttpRequest) -> HttpResponse:
         return redirect(settings.LOGIN_REDIRECT_URL)
     form = StudentRegistrationForm(request.POST or None)
     if request.method == "POST" and not registration_allowed(request):
-        form.add_error(None, _("Too many accounts were made from this address in the last hour; try again later."))
-        return render(request, "accounts/register.html", {"form": form}, status=429)
+        return _too_many(request, form)
     if request.method == "POST" and form.is_valid():
+        if not registration_take(request):  # counted first, compared after: two at once cannot both get the last place
+            return _too_many(request, form)
         user = user_register_student(
             username=form.cleaned_data["username"],
             password=form.cleaned_data["password1"],
             email=form.cleaned_data.get("email") or "",
         )
-        registration_made(request)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect(settings.LOGIN_REDIRECT_URL)
     return render(request, "accounts/register.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def _too_many(request: HttpRequest, form: StudentRegistrationForm) -> HttpResponse:
+    form.add_error(None, _("Too many accounts were made from this address in the last hour; try again later."))
+    return render(request, "accounts/register.html", {"form": form}, status=429)

@@ -42,3 +42,47 @@ def test_one_address_may_make_only_so_many_accounts_an_hour(settings):
     assert "Too many accounts were made from this address" in register("pupil9").content.decode()
     assert User.objects.filter(username__startswith="pupil").count() == 2
     assert register("elsewhere", address="198.51.100.20").status_code == 302
+
+
+def _register_over_http(base: str, username: str) -> int:
+    """GET the form for its CSRF cookie, then POST it, as a browser does; the status of the POST."""
+    import re
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    with urllib.request.urlopen(base + "/accounts/register/", timeout=30) as page:
+        token = re.search(r"csrftoken=([^;]+)", page.headers["Set-Cookie"]).group(1)
+    body = urllib.parse.urlencode({"username": username, "email": "", "password1": PASSWORD, "password2": PASSWORD,
+                                   "csrfmiddlewaretoken": token}).encode()
+    request = urllib.request.Request(base + "/accounts/register/", data=body, method="POST",
+                                     headers={"Cookie": f"csrftoken={token}", "Referer": base + "/accounts/register/"})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):  # the 302 home is the answer itself
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect()).open(request, timeout=60) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_registrations_at_once_from_one_address_never_pass_the_hours_limit(transactional_db, tmp_path):
+    """Two web processes, as behind the proxy, and twelve sign-ups at once from one address: at most the limit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.fixtures.services import start_web, stop_web
+
+    webs = [start_web(tmp_path / f"daphne{i}.log", REGISTRATIONS_PER_HOUR="3") for i in range(2)]
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            statuses = list(pool.map(lambda i: _register_over_http(webs[i % 2].url, f"rush{i}"), range(12)))
+    finally:
+        for web in webs:
+            stop_web(web)
+    assert set(statuses) <= {302, 429}, statuses
+    assert statuses.count(302) == 3 and User.objects.filter(username__startswith="rush").count() == 3

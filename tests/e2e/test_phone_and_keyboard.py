@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.demo import STATUS, playground_ready, sign_in
+from tests.fixtures.demo import LESSON_PAGES, STATUS, class_run, playground_ready, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -22,21 +22,49 @@ def pages(pages_to_walk: list[str]) -> list[str]:
     return [path for path in pages_to_walk if path != "/admin/"] + [job + "cancel/"]
 
 
+def too_wide(page, what: str) -> list[str]:
+    """`what` and the elements reaching past the screen's edge, if the page scrolls sideways."""
+    page.wait_for_timeout(300)  # charts draw after load
+    sideways = page.evaluate(SIDEWAYS)
+    return [f"{what}: {sideways} px too wide: {page.evaluate(OVERFLOWING)}"] if sideways > 0 else []
+
+
 def test_every_page_fits_a_360_px_phone_and_run_brings_the_output_into_view(
-    asgi_server, pages, page_factory, start_worker
+    asgi_server, pages, class_pages, live_class, page_factory, start_worker
 ):
     start_worker("interactive")
-    page = page_factory("en-US")
-    page.set_viewport_size({"width": 360, "height": 740})
-    page.goto(asgi_server + "/accounts/login/")
-    assert page.evaluate(SIDEWAYS) <= 0, "/accounts/login/"
-    sign_in(page, asgi_server, "admin")
+
+    def phone(who: str | None = None):
+        screen = page_factory("en-US")
+        screen.set_viewport_size({"width": 360, "height": 740})
+        if who:
+            sign_in(screen, asgi_server, who)
+        return screen
+
+    page = phone()
     wide = []
+    for path in ("/accounts/login/", "/accounts/register/"):
+        page.goto(asgi_server + path)
+        wide += too_wide(page, path)
+    sign_in(page, asgi_server, "admin")
+    demos = dict(LESSON_PAGES)
     for path in pages:
         page.goto(asgi_server + path)
-        page.wait_for_timeout(300)  # charts draw after load
-        if page.evaluate(SIDEWAYS) > 0:
-            wide.append(f"{path}: {page.evaluate(SIDEWAYS)} px too wide: {page.evaluate(OVERFLOWING)}")
+        if demos.get(path):  # the lesson's demonstration, drawn: its tables and charts fit too
+            page.get_by_test_id(f"demo-run-{demos[path]}").click()
+            page.wait_for_selector(f"[data-testid=demo-result-{demos[path]}] .js-plotly-plot", timeout=60_000)
+        wide += too_wide(page, path)
+    screens = {}
+    for who, path in class_pages:
+        screens[who] = screens.get(who) or phone(who)
+        screens[who].goto(asgi_server + path)
+        wide += too_wide(screens[who], f"{path} ({who})")
+    # The live session while the instructor runs the model with every view shown, on both phones.
+    console, follow = screens["instructor"], screens["student"]
+    console.goto(f"{asgi_server}/classroom/{live_class.code}/console/")
+    follow.goto(f"{asgi_server}/classroom/{live_class.code}/")
+    class_run(console, follow)
+    wide += too_wide(console, "the console after a run") + too_wide(follow, "the student's screen after a run")
     assert not wide, "\n".join(wide)
 
     page.goto(asgi_server + "/playground/")

@@ -36,6 +36,21 @@ def test_a_name_mixing_look_alike_alphabets_is_refused(db):
     assert register("Иван").status_code == 302  # one alphabet, whichever it is, is fine
 
 
+@pytest.mark.parametrize("look_alike", ["асе", "АСЕ", "a1ice", "aIice"])  # Cyrillic а, с, е; one; capital i
+def test_a_name_that_looks_like_an_existing_one_is_refused_whatever_its_alphabet(db, look_alike):
+    User.objects.create_user(username="ace", password=PASSWORD)
+    User.objects.create_user(username="alice", password=PASSWORD)
+    response = register(look_alike)
+    assert response.status_code == 400
+    assert "looks like the name of an existing user" in response.content.decode()
+    assert User.objects.count() == 2
+    chinese = Client(HTTP_ACCEPT_LANGUAGE="zh-hans").post("/accounts/register/", {
+        "username": look_alike, "email": "", "password1": PASSWORD, "password2": PASSWORD,
+    }, REMOTE_ADDR="192.0.2.11")
+    assert "看起来和一位已有用户的名字一样" in chinese.content.decode()
+    assert register("acer").status_code == 302 and register("алиса").status_code == 302  # different names pass
+
+
 def test_one_address_may_make_only_so_many_accounts_an_hour(settings):
     settings.REGISTRATIONS_PER_HOUR = 2
     assert [register(f"pupil{i}").status_code for i in range(3)] == [302, 302, 429]

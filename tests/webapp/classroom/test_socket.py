@@ -6,7 +6,8 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async as db
 
-from tests.webapp.classroom.conftest import SOURCE, collect, seat, until
+from tests.fixtures.classroom import collect, seat, until
+from tests.fixtures.playground import SOURCE
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 

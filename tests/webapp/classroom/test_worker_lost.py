@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from tests.webapp.classroom.conftest import SOURCE
-from tests.webapp.classroom.test_two_processes import cookie_for, socket, until
-from tests.webapp.playground.test_faults import Stack, run
+from tests.fixtures.playground import SOURCE
+from tests.fixtures.stack import Stack, classroom_socket, cookie_for, frames_until, run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -34,13 +33,13 @@ def test_a_worker_killed_mid_run_ends_it_with_worker_lost_for_the_console_and_th
         console_cookie, student_cookie = cookie_for(instructor), cookie_for(make_student("follower"))
 
         async def scenario() -> tuple[dict[str, Any], dict[str, Any], float]:
-            async with socket(web, session.code, console_cookie) as console, \
-                    socket(web, session.code, student_cookie) as student:
-                await until(console, "session")
-                await until(student, "session")
+            async with classroom_socket(web, session.code, console_cookie) as console, \
+                    classroom_socket(web, session.code, student_cookie) as student:
+                await frames_until(console, "session")
+                await frames_until(student, "session")
                 await console.send(json.dumps({"type": "run", "source": SOURCE, "pace_ms": 200,
                                                "min_len": 60, "max_len": 60}))
-                await until(student, "token")  # the worker is mid-decode
+                await frames_until(student, "token")  # the worker is mid-decode
                 worker.stop(signal.SIGKILL)
                 killed_at = time.monotonic()
                 seen, told = await asyncio.gather(until_error(student), until_error(console))

@@ -5,10 +5,6 @@ from typing import Any
 
 import pytest
 
-# A 2+2-layer, d_model 32 comparison of 6 steps: a second or two on one CPU thread.
-TINY_COMPARE: dict[str, Any] = {"layers": 2, "d_model": 32, "d_ff": 64, "n_train": 100, "steps": 6, "batch_size": 8,
-                                "eval_every": 3, "eval_size": 8, "switch": "norm_position"}
-
 
 @pytest.fixture
 def launch_data() -> dict[str, Any]:

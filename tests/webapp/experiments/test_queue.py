@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from modelcore.experiments import canonical_params
-from tests.webapp.experiments.conftest import TINY_COMPARE
-from tests.webapp.training.conftest import TINY_TASK_OPTIONS, tiny_config
+from tests.fixtures.experiments import TINY_COMPARE
+from tests.fixtures.training import TINY_TASK_OPTIONS, tiny_config
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import experiment_queue_place, experiment_run_request, params_key
+from webapp.lesson.models import TrainingRun
 from webapp.training.models import TrainingJob
 from webapp.training.services import job_cancel, job_create
 
@@ -41,6 +42,36 @@ def test_a_queued_run_says_its_place_and_roughly_how_long_it_will_wait(client, s
     line = client.get(f"/experiments/runs/{runs[2].pk}/queue/").content.decode()
     assert "Place 2 in the queue: 1 run ahead of it" in line and 'hx-trigger="every 5s"' in line
     assert client.get(f"/experiments/runs/{runs[0].pk}/queue/").content.decode().strip() == ""
+
+
+def queued_lesson_run(owner, kind: str) -> TrainingRun:
+    return TrainingRun.objects.create(key=f"train-{kind}-queued", kind=kind, params={}, owner=owner, status=QUEUED)
+
+
+@pytest.mark.django_db
+def test_the_lessons_training_comparisons_count_in_the_queue_they_share(client, student):
+    first = queued_run(student, 0)
+    lesson = queued_lesson_run(student, "mask")  # sent to the same `experiments` queue after `first`
+    last = queued_run(student, 1)
+    place = experiment_queue_place(run=last)
+    assert (place.place, place.ahead, place.wait_s) == (3, 2, 10 + 15)  # a lesson run takes about 15 s
+    client.force_login(student)
+    page = client.get(f"/experiments/runs/{last.pk}/").content.decode()
+    assert "Place 3 in the queue: 2 runs ahead of it, about 25 s to wait." in page
+
+    # The lesson's run panel says where its run stands, as the experiment page does, and asks again.
+    panel = client.get(f"/lesson/runs/{lesson.pk}/").content.decode()
+    assert "Place 2 in the queue: 1 run ahead of it, about 10 s to wait." in panel
+    assert f'hx-get="/lesson/runs/{lesson.pk}/queue/"' in panel and 'hx-trigger="every 5s"' in panel
+    ExperimentRun.objects.filter(pk=first.pk).update(status=ExperimentRun.Status.SUCCEEDED)
+    assert "Place 1 in the queue: 0 runs ahead of it" in client.get(f"/lesson/runs/{lesson.pk}/queue/").content.decode()
+
+    # Running, the lesson's run holds the worker: the experiment run behind it waits for about half of it.
+    TrainingRun.objects.filter(pk=lesson.pk).update(status=TrainingRun.Status.RUNNING)
+    place = experiment_queue_place(run=last)
+    assert (place.place, place.ahead, place.wait_s) == (1, 1, 8)
+    assert client.get(f"/lesson/runs/{lesson.pk}/queue/").content.decode().strip() == ""  # it left the queue
+    assert 'data-testid="run-queue"' not in client.get(f"/lesson/runs/{lesson.pk}/").content.decode()
 
 
 @pytest.mark.services

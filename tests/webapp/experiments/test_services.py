@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webapp.experiments.conftest import TINY_COMPARE
+from tests.fixtures.experiments import TINY_COMPARE
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import experiment_run_execute, experiment_run_request, params_key
 

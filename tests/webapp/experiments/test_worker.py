@@ -8,8 +8,8 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from modelcore.experiments import canonical_params
+from tests.fixtures.experiments import TINY_COMPARE
 from tests.fixtures.sockets import socket_for
-from tests.webapp.experiments.conftest import TINY_COMPARE
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import experiment_run_execute, params_key
 from webapp.experiments.tasks import run_experiment_task

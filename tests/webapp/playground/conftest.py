@@ -1,19 +1,12 @@
-"""A published tiny model and socket helpers for the playground's tests."""
+"""A published tiny model and a real interactive worker for the playground's tests."""
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
 from tests.fixtures.models import make_model_folder
 from tests.fixtures.services import WorkerProcess
-from tests.fixtures.sockets import socket_for
-
-SOURCE = "3 h 9 5 g"  # a reverse-task source the tiny model's tokenizer knows
 
 
 @pytest.fixture(autouse=True)
@@ -59,28 +52,3 @@ def tiny(transactional_db, tmp_path):
 
     folder = make_model_folder(tmp_path / "tiny")
     return model_register_folder(folder=folder, name="tiny", task="reverse", published=True)
-
-
-async def connected(user: Any) -> WebsocketCommunicator:
-    ws = await socket_for("/ws/decode/", user)
-    ok, _ = await ws.connect()
-    assert ok
-    return ws
-
-
-async def receive(ws: WebsocketCommunicator, timeout: float = 20) -> dict[str, Any]:
-    return json.loads(await ws.receive_from(timeout=timeout))
-
-
-async def until_final(ws: WebsocketCommunicator, timeout: float = 30) -> list[dict[str, Any]]:
-    """Frames up to and including the request's `done` or `error`."""
-    frames: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not frames or frames[-1]["type"] not in ("done", "error"):
-        frames.append(await receive(ws, timeout=max(0.1, deadline - loop.time())))
-    return frames
-
-
-async def nothing_arrives(ws: WebsocketCommunicator, seconds: float) -> bool:
-    return await ws.receive_nothing(timeout=seconds, interval=0.02)

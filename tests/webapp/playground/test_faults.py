@@ -5,56 +5,25 @@ import asyncio
 import json
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.test import Client
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from scripts.redis_embedded import EmbeddedRedis
-from tests.fixtures.services import WebProcess, WorkerProcess, start_web, stop_web
-from tests.webapp.playground.conftest import SOURCE
+from tests.fixtures.playground import SOURCE
+from tests.fixtures.services import WebProcess
+from tests.fixtures.stack import Stack, cookie_for, run, web_socket
 from webapp.playground import keys
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
 QUEUE_WAIT_S = 4  # the web processes' PLAYGROUND_QUEUE_WAIT_S here
 SLOW = {"type": "decode", "model": "tiny", "source": SOURCE, "pace_ms": 200, "min_len": 60, "max_len": 60}
-
-
-class Stack:
-    """A Redis of the test's own, daphne processes and interactive workers on it."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.tmp_path = tmp_path
-        self.redis = EmbeddedRedis(tmp_path / "redis")
-        self.redis.start()
-        self.webs: list[WebProcess] = []
-        self.workers: list[WorkerProcess] = []
-
-    def web(self, **env: str) -> WebProcess:
-        web = start_web(self.tmp_path / f"daphne-{len(self.webs)}.log", REDIS_URL=self.redis.url, **env)
-        self.webs.append(web)
-        return web
-
-    def worker(self) -> WorkerProcess:
-        worker = WorkerProcess("interactive", self.redis.url, self.tmp_path / f"worker-{len(self.workers)}.log")
-        self.workers.append(worker)
-        worker.wait_ready()
-        return worker
-
-    def close(self) -> None:
-        for worker in self.workers:
-            worker.stop(signal.SIGKILL)
-        for web in self.webs:
-            stop_web(web)
-        self.redis.stop()
 
 
 @pytest.fixture
@@ -64,15 +33,8 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     stack.close()
 
 
-def cookie_for(user: Any) -> str:
-    client = Client()
-    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
-    return f"sessionid={client.cookies['sessionid'].value}"
-
-
 def socket(web: WebProcess, cookie: str) -> Any:
-    return connect(web.url.replace("http://", "ws://") + "/ws/decode/", origin=web.url,
-                   additional_headers={"Cookie": cookie}, open_timeout=10, close_timeout=5)
+    return web_socket(web, "/ws/decode/", cookie)
 
 
 async def frame(ws: ClientConnection, timeout: float = 20) -> dict[str, Any]:
@@ -85,10 +47,6 @@ async def until_final(ws: ClientConnection, timeout: float = 30) -> list[dict[st
     while not frames or frames[-1]["type"] not in ("done", "error"):
         frames.append(await frame(ws, max(0.1, deadline - time.monotonic())))
     return frames
-
-
-def run(scenario: Callable[..., Any], *args: Any) -> Any:
-    return async_to_sync(scenario)(*args)
 
 
 def test_a_worker_killed_mid_decode_ends_the_request_with_worker_lost_and_a_new_worker_serves(stack, tiny, student):

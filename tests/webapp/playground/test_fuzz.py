@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.playground import SOURCE
 from tests.fixtures.sockets import socket_for
-from tests.webapp.playground.conftest import SOURCE
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from tests.webapp.playground.conftest import SOURCE, connected, receive
+from tests.fixtures.playground import SOURCE, connected, receive
 from webapp.playground.handoff import handoff
 from webapp.playground.protocol import parse_decode
 from webapp.playground.services import decode_queue, new_job, playground_limits, playground_redis

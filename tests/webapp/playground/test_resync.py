@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webapp.playground.conftest import SOURCE, connected, receive, until_final
+from tests.fixtures.playground import SOURCE, connected, receive, until_final
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from tests.webapp.playground.conftest import SOURCE, connected, nothing_arrives, receive, until_final
+from tests.fixtures.playground import SOURCE, connected, nothing_arrives, receive, until_final
 from webapp.playground import keys
 from webapp.playground.attention import decode_step_attention
 from webapp.playground.services import playground_redis

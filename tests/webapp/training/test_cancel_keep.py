@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from tests.webapp.training.conftest import TINY_TASK_OPTIONS, tiny_config
+from tests.fixtures.training import TINY_TASK_OPTIONS, tiny_config
 from webapp.registry.models import TrainedModel
 from webapp.training.models import TrainingJob
 

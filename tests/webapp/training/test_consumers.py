@@ -8,7 +8,7 @@ import torch
 from channels.db import database_sync_to_async
 
 from tests.fixtures.sockets import socket_for
-from tests.webapp.training.conftest import TINY_TASK_OPTIONS, tiny_config
+from tests.fixtures.training import TINY_TASK_OPTIONS, tiny_config
 from webapp.training.models import TrainingJob
 from webapp.training.runner import job_run
 

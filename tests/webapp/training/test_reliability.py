@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.webapp.training.conftest import TINY_TASK_OPTIONS, tiny_config
+from tests.fixtures.training import TINY_TASK_OPTIONS, tiny_config
 from webapp.registry.models import TrainedModel
 from webapp.training.models import TrainingJob
 from webapp.training.services import job_cancel, job_create

@@ -8,7 +8,7 @@ import pytest
 import torch
 from django.utils import timezone
 
-from tests.webapp.training.conftest import TINY_TASK_OPTIONS, tiny_config
+from tests.fixtures.training import TINY_TASK_OPTIONS, tiny_config
 from webapp.registry.models import TrainedModel
 from webapp.training.models import Dataset, TrainingJob
 from webapp.training.runner import job_run

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.webapp.training.conftest import tiny_config
+from tests.fixtures.training import tiny_config
 from webapp.training.models import TrainingJob
 
 pytestmark = [pytest.mark.django_db]

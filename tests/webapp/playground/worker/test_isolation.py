@@ -8,11 +8,13 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from modelcore.decoding import BatchDecoder
+from modelcore.decoding.steppers import CachedStepper
 from tests.fixtures.models import make_model_folder
 from tests.fixtures.worker import GREEDY, SOURCE, worker_job
 from webapp.playground.protocol import MAX_ALTERNATIVES, MAX_BEAMS, Limits, ProtocolError, parse_decode
 from webapp.playground.worker.batcher import Batcher, Tick
-from webapp.playground.worker.lanes import Job
+from webapp.playground.worker.lanes import Job, Lane
 
 LIMITS = Limits(max_source_chars=200, max_tokens=12)
 
@@ -92,16 +94,22 @@ def test_a_request_whose_own_step_fails_ends_alone_and_the_lane_serves_on(tmp_pa
     assert last_frames(batcher, later)["later"]["type"] == "done"
 
 
-def test_a_failed_batched_step_ends_that_step_and_the_next_request_decodes(loaded, monkeypatch):
-    """The batched forward itself fails (as on a device fault): its requests end, the lane starts over."""
-    batcher = Batcher()
-    first = batcher.tick(jobs=[(job("a", GREEDY), loaded), (job("b", GREEDY), loaded)], cancels=set(), credits={})
-    lane = next(iter(batcher.shared.values()))
+class FaultyStepper(CachedStepper):
+    """A Stepper whose batched forward fails, as on a device fault; sources are added as the real one adds them."""
 
-    def device_fault(tokens: torch.Tensor) -> torch.Tensor:
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
         raise RuntimeError("device fault")
 
-    monkeypatch.setattr(lane.decoder.stepper, "step", device_fault)
+
+def test_a_failed_batched_step_ends_that_step_and_the_next_request_decodes(loaded):
+    """The batched forward itself fails (as on a device fault): its requests end, the lane starts over."""
+    batcher = Batcher()
+    lane = Lane(loaded, shared=True)  # the model's shared lane, its decoder on the faulty stepper
+    lane.decoder = BatchDecoder(loaded.model, src_tokenizer=loaded.src_tokenizer, tgt_tokenizer=loaded.tgt_tokenizer,
+                                stepper=FaultyStepper(loaded.model))
+    batcher.shared[(str(loaded.path), loaded.checkpoint_hash)] = lane
+    first = batcher.tick(jobs=[(job("a", GREEDY), loaded), (job("b", GREEDY), loaded)], cancels=set(), credits={})
+    assert next(iter(batcher.shared.values())) is lane
     ended = last_frames(batcher, first)
     assert {rid: f["type"] for rid, f in ended.items()} == {"a": "error", "b": "error"}
     later = batcher.tick(jobs=[(job("later", GREEDY), loaded)], cancels=set(), credits={})

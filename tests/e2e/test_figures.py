@@ -91,7 +91,7 @@ def test_the_student_picks_the_step_whose_probabilities_are_shown(asgi_server, d
 def test_a_single_validation_point_gets_an_axis_from_zero(asgi_server, demo, page_factory):
     from django.contrib.auth.models import User
 
-    from tests.webapp.training.conftest import tiny_config
+    from tests.fixtures.training import tiny_config
     from webapp.training.models import TrainingJob
 
     config = tiny_config(steps=400)

@@ -3,22 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.demo import STATUS, sign_in
+from tests.fixtures.demo import STATUS
+from tests.fixtures.playground_page import SENTENCE, TOKENS, open_playground
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-SENTENCE = "昨天我在花园里画了三条大鱼。"  # "i drew three big fish in the garden yesterday ."
-TOKENS = "document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length"
-
-
-def open_playground(page, base: str, model: str) -> None:
-    sign_in(page, base, "student")
-    page.goto(base + "/playground/")
-    with page.expect_response(lambda response: "/playground/model/" in response.url):
-        page.get_by_test_id("model-picker").select_option(model)  # htmx swaps in the model's card
-    page.wait_for_selector(f"[data-testid=model-card][data-model='{model}']")
-    page.wait_for_function(f"{STATUS}.startsWith('Ready')")
-
 
 def watch_translation(page, source: str, pace_ms: str = "100") -> tuple[str, list[str]]:
     """Run one decode at a classroom pace; returns the final output and every text shown on the way."""

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.e2e.test_playground import open_playground
 from tests.fixtures.demo import STATUS
+from tests.fixtures.playground_page import open_playground
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

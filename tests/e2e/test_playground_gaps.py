@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from tests.e2e.test_playground import SENTENCE, TOKENS, open_playground
 from tests.fixtures.demo import STATUS
+from tests.fixtures.playground_page import SENTENCE, TOKENS, open_playground
 from tests.fixtures.services import start_web, stop_web
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -1,11 +1,9 @@
-"""Tiny jobs (seconds on one CPU thread), a private model store, an empty `training` queue."""
+"""A private model store for the training tests (tiny job configurations: tests.fixtures.training)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from tests.fixtures.training import TINY_TASK_OPTIONS, tiny_config  # noqa: F401  (modules still importing them here)
 
 
 @pytest.fixture

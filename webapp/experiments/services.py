@@ -11,13 +11,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from modelcore.experiments import canonical_params, run_experiment
 from webapp.accounts.roles import Role, has_role
 from webapp.celery import app
 from webapp.core.feed import Feed, group_frame
+from webapp.core.jobs import JobStatus
 from webapp.core.redact import without_paths
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES, shipped_results
@@ -59,6 +60,16 @@ def experiment_quota_left(*, user: Any) -> int | None:
 TYPICAL_RUN_S = 10.0  # the wait estimate's run time before any run has finished here
 RECENT_RUNS = 20  # finished runs whose median time estimates the next ones'
 
+# Other tables of runs sent to the `experiments` queue (the lesson's training comparisons), each with the seconds
+# one of its runs takes: their app registers them (webapp/lesson/apps.py), since this app may not import theirs.
+# Their queued and running rows count in every queued run's place and wait, as the worker takes them in turn.
+QUEUE_SHARERS: dict[type[models.Model], float] = {}
+
+
+def experiments_queue_share(*, model: type[models.Model], typical_s: float) -> None:
+    """Count `model`'s queued and running rows (status and created_at as ExperimentRun's) in the queue's places."""
+    QUEUE_SHARERS[model] = typical_s
+
 
 @dataclass(frozen=True)
 class QueuePlace:
@@ -69,19 +80,35 @@ class QueuePlace:
     wait_s: int
 
 
-def experiment_queue_place(*, run: ExperimentRun) -> QueuePlace | None:
-    """The queued run's place among the runs waiting for the experiments worker; None unless it is queued."""
-    if run.status != ExperimentRun.Status.QUEUED:
-        return None
-    runs = ExperimentRun.objects.filter(shipped=False)
-    waiting = runs.filter(status=ExperimentRun.Status.QUEUED, pk__lt=run.pk).count()
-    running = runs.filter(status=ExperimentRun.Status.RUNNING).count()
-    recent = runs.filter(status=ExperimentRun.Status.SUCCEEDED, started_at__isnull=False, finished_at__isnull=False)
+def _typical_run_s() -> float:
+    """The median time of the experiment runs that finished here lately (TYPICAL_RUN_S before any did)."""
+    recent = ExperimentRun.objects.filter(shipped=False, status=ExperimentRun.Status.SUCCEEDED,
+                                          started_at__isnull=False, finished_at__isnull=False)
     took = sorted((r.finished_at - r.started_at).total_seconds()
                   for r in recent.order_by("-finished_at").only("started_at", "finished_at")[:RECENT_RUNS])
-    typical = took[len(took) // 2] if took else TYPICAL_RUN_S
-    # One run at a time per worker: those running end in about half a run on average, then each one waiting in turn.
-    wait = (waiting + 0.5 * running) * typical / max(1, settings.EXPERIMENTS_WORKERS)
+    return took[len(took) // 2] if took else TYPICAL_RUN_S
+
+
+def experiment_queue_place(*, run: models.Model) -> QueuePlace | None:
+    """A queued run's place among all the runs waiting for the experiments workers; None unless it is queued.
+
+    `run` is an ExperimentRun or a row of a table in QUEUE_SHARERS: the queue hands out the runs of every
+    table in the order they were sent, so a row of another table counts as ahead when it was created earlier.
+    """
+    if run.status != JobStatus.QUEUED:
+        return None
+    tables = [(ExperimentRun.objects.filter(shipped=False), _typical_run_s()),
+              *((model.objects.all(), typical_s) for model, typical_s in QUEUE_SHARERS.items())]
+    waiting = running = 0
+    wait = 0.0
+    for rows, typical_s in tables:
+        before = {"pk__lt": run.pk} if rows.model is type(run) else {"created_at__lt": run.created_at}
+        table_waiting = rows.filter(status=JobStatus.QUEUED, **before).count()
+        table_running = rows.filter(status=JobStatus.RUNNING).count()
+        waiting, running = waiting + table_waiting, running + table_running
+        # One run at a time per worker: those running end in about half a run on average, then each waiting in turn.
+        wait += (table_waiting + 0.5 * table_running) * typical_s
+    wait /= max(1, settings.EXPERIMENTS_WORKERS)
     return QueuePlace(place=waiting + 1, ahead=waiting + running, wait_s=max(1, round(wait)))
 
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("demo/<slug:kind>/", views.demo, name="demo"),
     path("train/<slug:kind>/", views.train, name="train"),
     path("runs/<int:run_id>/", views.run_status, name="run"),
+    path("runs/<int:run_id>/queue/", views.run_queue, name="run_queue"),
     path("exercises/<slug:exercise_id>/reveal/", views.reveal, name="reveal"),
     path("progress/", views.progress, name="progress"),
 ]

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.permissions import instructors_only, signed_in
+from webapp.experiments.services import experiment_queue_place
 from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
 from webapp.lesson.figures import figures_for, masks_figure
@@ -122,10 +123,22 @@ def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
     return _run_panel(request, get_object_or_404(TrainingRun, pk=run_id))
 
 
+@signed_in
+def run_queue(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A queued run's place and wait on the experiments' queue, now (its panel polls it); nothing once it left."""
+    run = get_object_or_404(TrainingRun, pk=run_id)
+    return render(request, "experiments/partials/queue.html", _queue_context(run))
+
+
+def _queue_context(run: TrainingRun) -> dict[str, Any]:
+    return {"run": run, "queue": experiment_queue_place(run=run), "queue_url": reverse("lesson:run_queue", args=[run.pk])}
+
+
 def _run_panel(request: HttpRequest, run: TrainingRun) -> HttpResponse:
     figures = figures_for(run.kind, run.result) if run.status == TrainingRun.Status.SUCCEEDED else {}
     waiting = run.status == TrainingRun.Status.QUEUED and workers_present("experiments") is False
-    return render(request, "lesson/partials/run.html", {"run": run, "figures": figures, "no_worker": waiting})
+    context = {"figures": figures, "no_worker": waiting, **_queue_context(run)}
+    return render(request, "lesson/partials/run.html", context)
 
 
 @signed_in

@@ -18,23 +18,18 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from modelcore.checkpoint import load_model  # noqa: E402
-from modelcore.generate import greedy_decode  # noqa: E402
 from modelcore.tasks import get_task  # noqa: E402
 from modelcore.training import evaluate  # noqa: E402
-from modelcore.training.batching import collate, encode_pairs  # noqa: E402
+from modelcore.training.batching import encode_pairs  # noqa: E402
+from modelcore.training.evaluate import greedy_outputs  # noqa: E402
 
 
 def hsk_figures(name: str, pairs: list[tuple[str, str]]) -> dict[str, float]:
-    """evaluate()'s figures on `pairs`, plus chrF of the same greedy outputs."""
+    """evaluate()'s figures on `pairs`, plus chrF of the same greedy outputs (the ones its BLEU scores)."""
     loaded = load_model(name)
     figures = evaluate(loaded.model, pairs, loaded.src_tokenizer, loaded.tgt_tokenizer)
     examples = encode_pairs(pairs, loaded.src_tokenizer, loaded.tgt_tokenizer, loaded.model.config.max_len)
-    hypotheses = []
-    with torch.no_grad():
-        for start in range(0, len(examples), 128):
-            batch = collate(examples[start : start + 128])
-            ids = greedy_decode(loaded.model.eval(), batch.src, max_len=min(80, loaded.model.config.max_len - 1))
-            hypotheses += [loaded.tgt_tokenizer.decode(row) for row in ids]
+    hypotheses = [loaded.tgt_tokenizer.decode(ids) for ids in greedy_outputs(loaded.model.eval(), examples)]
     figures["chrf"] = sacrebleu.corpus_chrf(hypotheses, [[t for _, t in pairs]]).score
     return {key: figures[key] for key in ("bleu", "chrf", "exact_match", "token_accuracy", "n")}
 

@@ -128,7 +128,7 @@ def _ffn_input(block: nn.Module, hidden: list[Tensor], model: EncoderDecoder, sr
 
 @torch.no_grad()
 def _translate(loaded: LoadedModel, src: Tensor) -> list[int]:
-    return greedy_decode(loaded.model, src, max_len=min(4 * src.size(1) + 10, loaded.config.max_len - 1))[0]
+    return greedy_decode(loaded.model, src)[0]  # DecodeParams' step limit: the playground's, for the same output
 
 
 @torch.no_grad()

@@ -46,14 +46,6 @@ ALIGNMENT_CAVEAT = _(
     "counted."
 )
 
-ADDS_YESTERDAY = _(
-    "Adds “yesterday”, which the source does not say: in its training data 了 only ever came with a time phrase "
-    "such as 昨天."
-)
-MEIYOU_AS_PROGRESSIVE = _(
-    "Reads 没有 + verb as “is not …ing”; it means “did not”. It saw 没有 without a time phrase only in the "
-    "progressive (没有在吃), and 饭 alone is no word of its grammar."
-)
 OUTSIDE_THE_GRAMMAR = _(
     "Words outside its grammar (去, 北京, 游泳) give an output that has nothing to do with the source: the model "
     "never says that it does not know a word."
@@ -61,6 +53,10 @@ OUTSIDE_THE_GRAMMAR = _(
 FLUENT_BUT_WRONG = _(
     "Most real sentences come out as fluent English that says something else: a few thousand pairs are far too "
     "few to learn Chinese."
+)
+REPEATS_A_WORD = _(
+    "A word outside its grammar (游泳) can also send it into saying one word over and over until the length limit "
+    "stops it."
 )
 RARE_WORDS = _("A word it met only a few times in training (北京) comes out as scraps of other sentences.")
 TOO_LONG = _("A sequence longer than the 12 symbols it was trained on comes out cut short.")
@@ -88,27 +84,23 @@ class Card:
 
 _ZH_EN_HANDLES = (
     Probe("昨天我在花园里画了三条大鱼。", "i drew three big fish in the garden yesterday ."),
-    Probe("今天你的医生喝两杯茶。", "your doctor drinks two cups of tea today ."),
+    Probe("我的猫追了一只老鼠。", "my cat chased a mouse ."),  # grammar 2: 了 says the past, not "yesterday"
+    Probe("他没有吃饭。", "he did not eat rice ."),  # grammar 2: 没有 + verb says "did not"
     Probe("明天你不会帮助七个男孩。", "you will not help seven boys tomorrow ."),
-)
-_ZH_EN_OLD_GRAMMAR = _(
-    "Trained on grammar 1 of the generator, which tied 了 and 没有 + verb to a time phrase; grammar 2 (the "
-    "default since) no longer does."
 )
 _REVERSE_HANDLES = (Probe("3 h 9 5 g", "g 5 9 h 3"), Probe("j f a j 4 8 f j", "j f 8 4 j a f j"))
 
 SHIPPED_CARDS: dict[str, Card] = {
     "zh-en-post": Card(
-        TRAINED_ON["zh-en"], _ZH_EN_HANDLES, lexicon=True, notes=(_ZH_EN_OLD_GRAMMAR,), fails=(
-            Probe("我的猫追了一只老鼠。", "my cat chased a mouse yesterday .", ADDS_YESTERDAY),
-            Probe("他没有吃饭。", "he is not eating rice .", MEIYOU_AS_PROGRESSIVE),
-            Probe("我的狗不会游泳。", "my dog will not make horses tomorrow .", OUTSIDE_THE_GRAMMAR),
+        TRAINED_ON["zh-en"], _ZH_EN_HANDLES, lexicon=True, fails=(
+            Probe("我们明天去北京。", "we did not write boys last day .", OUTSIDE_THE_GRAMMAR),
+            Probe("我的狗不会游泳。", "my dog will" + " not" * 25, REPEATS_A_WORD),
         ),
     ),
     "zh-en-pre": Card(
-        TRAINED_ON["zh-en"], _ZH_EN_HANDLES, lexicon=True, notes=(_ZH_EN_OLD_GRAMMAR,), fails=(
-            Probe("他没有吃饭。", "he is not eating rice .", MEIYOU_AS_PROGRESSIVE),
-            Probe("我们明天去北京。", "we bought boys last night .", OUTSIDE_THE_GRAMMAR),
+        TRAINED_ON["zh-en"], _ZH_EN_HANDLES, lexicon=True, fails=(
+            Probe("我们明天去北京。", "we did not buy shirts last night .", OUTSIDE_THE_GRAMMAR),
+            Probe("我的狗不会游泳。", "my dog will not do not buy shirts next year .", OUTSIDE_THE_GRAMMAR),
         ),
     ),
     "zh-en-hsk": Card(

@@ -45,3 +45,20 @@ def test_the_readme_quotes_its_figures() -> None:
     hsk_row = next(line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
                    if re.match(r"\| `zh-en-hsk` \| \d", line))
     assert hsk_row.split("|")[2].strip() == f"{test['bleu']:.2f}"
+
+
+@pytest.mark.slow
+def test_the_readme_gives_every_models_figures_on_the_real_test_sentences() -> None:
+    """The README's real-sentence table is what scripts/hsk_figures.py measures, row by row, for each zh-en model."""
+    rows = {m.group(1): [c.strip() for c in m.group(2).split("|")]
+            for m in re.finditer(r"^\| `([\w-]+)` \| (\d[^\n]*?) \|$", (ROOT / "README.md").read_text(encoding="utf-8"),
+                                 re.MULTILINE)}
+    assert {"zh-en-post", "zh-en-pre", "zh-en-hsk"} <= set(rows)
+    result = subprocess.run([sys.executable, "scripts/hsk_figures.py", *sorted(rows), "--json"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert result.returncode == 0, result.stderr
+    measured = json.loads(result.stdout)
+    for name, cells in rows.items():
+        f = measured[name]
+        assert f["n"] == 400
+        assert cells == [f"{f['bleu']:.2f}", f"{f['chrf']:.1f}", f"{f['exact_match']:.3f}", f"{f['token_accuracy']:.3f}"], name

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces the models that ship in modelcore/shipped/, one command each:
 #   scripts/train_shipped.sh zh-en-post | zh-en-pre | zh-en-hsk | reverse | all
+#   scripts/train_shipped.sh curve   # zh-en-hsk's learning curve and the real sentences alone (var/curve)
 # Two CPU threads, seed 0, float32; see docs/models.md for the figures and timings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,12 +20,27 @@ train() {  # name, then the train arguments
 # Grammar 2 of the generator (the default; docs/models.md), one thread each: two trained side by side.
 ZH_EN=(--task zh-en --preset small --steps 4000 --batch-size 64 --warmup 1000 --eval-every 1000 --threads 1)
 
+# Real HSK sentences (plus, for the shipped model, 10,000 of the zh-en grammar, grammar 2), one thread.
+HSK=(--task hsk --preset small --norm-position pre --steps 1500 --batch-size 64 --warmup 500 --eval-every 500
+     --threads 1)
+
 case "${1:-all}" in
     zh-en-post) train zh-en-post "${ZH_EN[@]}" --norm-position post ;;
     zh-en-pre) train zh-en-pre "${ZH_EN[@]}" --norm-position pre ;;
-    # Real HSK sentences plus 10,000 of the zh-en grammar (grammar 2); it was trained with one thread.
-    zh-en-hsk) train zh-en-hsk --task hsk --task-option generated=10000 --preset small --norm-position pre \
-        --steps 1500 --batch-size 64 --warmup 500 --eval-every 500 --threads 1 ;;
+    zh-en-hsk) train zh-en-hsk "${HSK[@]}" --task-option generated=10000 ;;
+    # zh-en-hsk's recipe on a quarter and a half of the real sentences, and on the real sentences alone; the
+    # three train side by side (one thread each), then scripts/hsk_learning_curve.py scores them with zh-en-hsk.
+    curve)
+        mkdir -p var/curve
+        "$PYTHON" -m modelcore train --out var/curve/mixed-q "${COMMON[@]}" "${HSK[@]}" --task-option generated=10000 \
+            --task-option train_fraction=0.25 &
+        "$PYTHON" -m modelcore train --out var/curve/mixed-h "${COMMON[@]}" "${HSK[@]}" --task-option generated=10000 \
+            --task-option train_fraction=0.5 &
+        "$PYTHON" -m modelcore train --out var/curve/real-all "${COMMON[@]}" "${HSK[@]}" &
+        for job in $(jobs -p); do wait "$job"; done  # a failed run stops the script (set -e)
+        "$PYTHON" scripts/hsk_learning_curve.py --point 0.25=var/curve/mixed-q --point 0.5=var/curve/mixed-h \
+            --point 1=zh-en-hsk --real-only var/curve/real-all
+        ;;
     # Mixed-length batches and a gentle rate: length-sorted batches made exact match swing by several points.
     reverse) train reverse --task reverse --preset tiny --norm-position pre --steps 3000 --batch-size 128 \
         --no-bucketing --warmup 300 --lr-factor 0.3 --eval-every 500 ;;
@@ -35,7 +51,7 @@ case "${1:-all}" in
         "$0" reverse
         ;;
     *)
-        echo "usage: $0 zh-en-post | zh-en-pre | zh-en-hsk | reverse | all" >&2
+        echo "usage: $0 zh-en-post | zh-en-pre | zh-en-hsk | reverse | all | curve" >&2
         exit 2
         ;;
 esac

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from webapp.accounts.permissions import admins_only, signed_in
 from webapp.registry.alignment import alignment_for
 from webapp.registry.cards import card_for
+from webapp.registry.learning import learning_curve_for
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import RegistryError, model_knowledge, model_set_published, models_visible_to
 
@@ -20,11 +21,13 @@ def model_list(request: HttpRequest) -> HttpResponse:
 
 @signed_in
 def model_detail(request: HttpRequest, name: str) -> HttpResponse:
-    """One model: its configuration, figures, card, alignment figure (if it has one) and training curves."""
+    """One model: its configuration, figures, card, alignment figure and learning curve (if it has them) and
+    training curves."""
     model = get_object_or_404(models_visible_to(request.user), name=name)
     history = model.metrics.get("history") or []
     card = card_for(name=model.name, task=model.task)
-    context = {"model": model, "history": history, "card": card, "alignment": alignment_for(folder=model.folder)}
+    context = {"model": model, "history": history, "card": card, "alignment": alignment_for(folder=model.folder),
+               "learning_curve": learning_curve_for(folder=model.folder)}
     return render(request, "registry/detail.html", context)
 
 

@@ -5,7 +5,6 @@ import json
 import re
 
 import pytest
-from django.core.management import call_command
 from django.utils import translation
 
 from modelcore.checkpoint import resolve_model_path
@@ -14,11 +13,6 @@ from webapp.registry.alignment import alignment_reading
 pytestmark = pytest.mark.django_db
 
 SHIPPED = json.loads((resolve_model_path("zh-en-hsk") / "alignment.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture
-def shipped():
-    call_command("register_shipped_models")
 
 
 def _figure(html: str) -> dict:
@@ -40,7 +34,7 @@ def test_the_real_sentence_model_s_card_shows_its_heads_against_the_glosses(clie
     assert f"Chance (a character picked at random): {100 * SHIPPED['chance']:.1f}%" in caption
     assert f"the {SHIPPED['counted_words']} counted English words, on 400 held-out sentences" in caption
     assert "more often than chance" in html and "Attention is no guaranteed explanation" in html
-    assert "js/model_alignment.js" in html
+    assert "js/model_figures.js" in html and 'data-figure="alignment-data"' in html
 
 
 def test_the_figure_speaks_chinese_on_a_chinese_page(client_as, student, shipped):
@@ -55,7 +49,7 @@ def test_the_figure_speaks_chinese_on_a_chinese_page(client_as, student, shipped
 
 def test_a_model_without_alignment_figures_shows_none(client_as, student, shipped):
     html = client_as(student).get("/models/zh-en-post/").content.decode()
-    assert 'data-testid="alignment"' not in html and "model_alignment.js" not in html
+    assert 'data-testid="alignment"' not in html and "model_figures.js" not in html
 
 
 def test_the_reading_names_the_heads_at_or_below_chance():

@@ -2,16 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
 
 from webapp.registry.models import TrainedModel
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def shipped():
-    call_command("register_shipped_models")
 
 
 def _knows(client, model: str, source: str):

@@ -1,0 +1,72 @@
+"""What more real data does: zh-en-hsk's recipe on a quarter, a half and all of the real training sentences.
+
+    scripts/train_shipped.sh curve      # trains the comparison models into var/curve, then runs this script
+    .venv/bin/python scripts/hsk_learning_curve.py --point 0.25=var/curve/mixed-q --point 0.5=var/curve/mixed-h \
+        --point 1=zh-en-hsk --real-only var/curve/real-all
+
+Every model is scored by scripts/hsk_figures.py on the same 400 real held-out sentences, and its BLEU on 400 of
+the zh-en grammar's test sentences. Writes modelcore/shipped/zh-en-hsk/learning_curve.json, which the model's card
+draws.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hsk_figures import hsk_figures  # noqa: E402
+
+from modelcore.checkpoint import SHIPPED_DIR, load_model  # noqa: E402
+from modelcore.tasks import get_task  # noqa: E402
+
+CURVE_FILE = "learning_curve.json"
+
+
+def real_pairs(options: dict) -> int:
+    """How many real HSK pairs a model with these task options was trained on."""
+    real = {key: value for key, value in options.items() if key != "generated"}
+    return len(get_task("hsk", **real).train)
+
+
+GRAMMAR_SENTENCES = 400
+
+
+def measured(name: str, pairs: list[tuple[str, str]], grammar: list[tuple[str, str]]) -> dict:
+    options = dict(load_model(name).metrics["task_options"])
+    return {"real_pairs": real_pairs(options), "generated": int(options.get("generated", 0)),
+            **hsk_figures(name, pairs), "grammar_bleu": hsk_figures(name, grammar)["bleu"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--point", action="append", required=True, metavar="FRACTION=MODEL",
+                        help="a model trained on that share of the real training sentences (and the generated ones)")
+    parser.add_argument("--real-only", required=True, metavar="MODEL", help="all the real sentences, nothing generated")
+    parser.add_argument("--out", type=Path, default=SHIPPED_DIR / "zh-en-hsk" / CURVE_FILE)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    pairs = get_task("hsk", seed=0).test
+    grammar = get_task("zh-en", seed=0).test[:GRAMMAR_SENTENCES]
+    points = []
+    for spec in args.point:
+        fraction, _, name = spec.partition("=")
+        points.append({"fraction": float(fraction), **measured(name, pairs, grammar)})
+    points.sort(key=lambda point: point["fraction"])
+    result = {"test_sentences": len(pairs), "grammar_sentences": len(grammar), "points": points,
+              "real_only": measured(args.real_only, pairs, grammar)}
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    for point in [*points, result["real_only"]]:
+        print(f"{point['real_pairs']} real + {point['generated']} generated: BLEU {point['bleu']:.2f}, "
+              f"chrF {point['chrf']:.1f}, exact match {point['exact_match']:.3f}; "
+              f"BLEU on the grammar's sentences {point['grammar_bleu']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

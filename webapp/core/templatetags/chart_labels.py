@@ -8,7 +8,7 @@ from django.utils.translation import gettext as _
 
 from webapp.core.figure_style import figure_style as style
 from webapp.core.figure_style import label_text
-from webapp.registry.metrics import metric_name
+from webapp.core.metrics import metric_name
 
 register = template.Library()
 

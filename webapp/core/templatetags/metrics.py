@@ -1,9 +1,9 @@
-"""{{ figures|readable_metrics }}: a model's or a checkpoint's figures with readable names (webapp/registry/metrics.py)."""
+"""{{ figures|readable_metrics }}: a model's or a checkpoint's figures with readable names (webapp/core/metrics.py)."""
 from __future__ import annotations
 
 from django import template
 
-from webapp.registry.metrics import readable_metrics as _readable_metrics
+from webapp.core.metrics import readable_metrics as _readable_metrics
 
 register = template.Library()
 

@@ -67,6 +67,7 @@ def question_open(*, session: LiveSession, spec: QuestionSpec, request_id: str |
     question = Question.objects.create(
         session=session, kind=spec.kind, prompt=spec.prompt, options=options if options is not None else spec.options,
         request_id=request_id or "", seq=seq, layer=state.get("layer"), head=str(state.get("head", "mean")))
+    _asked.pop(question.pk, None)  # a deleted question's id can come back (SQLite): never check against its options
     ballot_open(question.pk)
     return question
 

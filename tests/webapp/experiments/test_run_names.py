@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import translation
 
 from modelcore.experiments import canonical_params
 from webapp.experiments.models import ExperimentRun
@@ -16,6 +17,7 @@ def run_of(owner, kind: str, **params) -> ExperimentRun:
 
 
 def test_each_run_is_named_by_its_kind_arms_layers_and_seed(student):
+    translation.activate("en")  # whatever language an earlier test left active in this thread
     assert str(run_of(student, "compare", layers=6, seed=0)) == "paired training runs: Post-LN against Pre-LN, 6 layers, seed 0"
     assert str(run_of(student, "compare", layers=1, seed=7, switch="warmup")) == \
         "paired training runs: with warmup against without warmup, 1 layer, seed 7"

@@ -51,6 +51,9 @@ def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_se
     assert "my cat chased a mouse" in page.get_by_test_id("decoder-output").inner_text()
     page.get_by_test_id("train-mask").click()
     page.wait_for_selector("[data-testid=live-loss]:not([hidden])", timeout=120_000)  # the loss, live over the socket
+    page.wait_for_function(  # its text alternative names the arm being trained (it was drawn with no series)
+        "document.querySelector('[data-testid=live-loss]').getAttribute('aria-label')?.includes('causal mask')",
+        timeout=60_000)
     page.wait_for_selector("[data-testid=run][data-status=succeeded] .js-plotly-plot", timeout=180_000)
 
     page.goto(asgi_server + "/lesson/residual-norm/")

@@ -72,3 +72,14 @@ def test_the_detail_page_shows_figures_and_curves(client_as, student, tiny_model
     model_register_folder(folder=tiny_model_folder, name="tiny", published=True)
     page = client_as(student).get("/models/tiny/").content.decode()
     assert "token_accuracy" in page and 'id="history-data"' in page and "plotly.min.js" in page
+
+
+def test_the_model_pages_name_their_figures_as_a_reader_would(client_as, student, shipped):
+    client = client_as(student)
+    listing = client.get("/models/").content.decode()
+    detail = client.get("/models/zh-en-post/").content.decode()
+    for html in (listing, detail):
+        assert "exact match" in html and "token accuracy (teacher-forced)" in html
+        assert "exact_match" not in html.split("<script", 1)[0]  # no raw key in what the page shows
+    client.cookies["django_language"] = "zh-hans"
+    assert "完全匹配率" in client.get("/models/").content.decode()

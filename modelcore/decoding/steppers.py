@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from modelcore.decoding.cache import CacheInfo, KVCache
-from modelcore.decoding.native import native_step, packed
+from modelcore.decoding.native import fast_here, native_step, packed
 from modelcore.decoding.native.packed import NativeWeights
 from modelcore.decoding.weights import DecoderWeights, LayerWeights, decoder_weights
 from modelcore.masks import make_src_mask, make_tgt_mask
@@ -115,8 +115,10 @@ class CachedStepper:
         self.fused_attention = True if fused_attention is None else fused_attention
         self._self_rows: list[Tensor] = []
         self._cross_rows: list[Tensor] = []
-        # The native step (native/step.cpp) for float32 on a CPU, None: when it is built; False: never.
-        use_native = native is not False and param.device.type == "cpu" and param.dtype == torch.float32
+        # The native step (native/step.cpp) for float32 on a CPU. None: when it is built and fast on this CPU
+        # (native.fast_here()); True: whenever it is built (the tests compare it with the Python step); False: never.
+        use_native = (native is not False and param.device.type == "cpu" and param.dtype == torch.float32
+                      and (native or fast_here()))
         self._native = _native_weights(self.w) if use_native else None
         if native and self._native is None:
             raise RuntimeError("the native decoder step is not available here (see modelcore/decoding/native)")

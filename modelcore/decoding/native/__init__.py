@@ -28,6 +28,17 @@ def enabled() -> bool:
     return os.environ.get("MODELCORE_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def fast_here() -> bool:
+    """Whether decoding should take the compiled step when it is built: on CPUs with AVX-512, where it was
+    measured 2-2.6x faster than MKL's addmm. Its AVX2 clone ran 5-28x slower than addmm (docs/benchmarks.md),
+    so elsewhere the Python step serves unless MODELCORE_NATIVE=force."""
+    if os.environ.get("MODELCORE_NATIVE", "").strip().lower() == "force":
+        return True
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+
 @functools.lru_cache(maxsize=1)
 def native_step() -> ModuleType | None:
     """The compiled step, built on first use if needed; None (and one warning) when unavailable."""

@@ -122,11 +122,15 @@ def test_the_native_step_refuses_an_id_outside_the_vocabulary_instead_of_reading
         assert stepper.step(torch.tensor([BOS_ID])).shape == (1, 50)  # and it still steps
 
 
-def test_decoding_takes_the_native_step_on_a_cpu_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_decoding_takes_the_native_step_where_it_is_fast_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
     from modelcore.decoding import native
 
-    assert CachedStepper(tiny_model()).native  # built by make setup; a CPU float32 model takes it
+    # Built by make setup; a CPU float32 model takes it where it is fast (AVX-512), or when forced.
+    assert CachedStepper(tiny_model()).native == native.fast_here()
+    assert CachedStepper(tiny_model(), native=True).native
     assert not CachedStepper(tiny_model(), native=False).native
+    monkeypatch.setenv("MODELCORE_NATIVE", "force")
+    assert native.fast_here() and CachedStepper(tiny_model()).native
     native.native_step.cache_clear()
     monkeypatch.setenv("MODELCORE_NATIVE", "0")
     try:

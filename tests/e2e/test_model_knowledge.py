@@ -62,14 +62,11 @@ def test_a_lesson_demonstration_marks_what_its_model_does_not_know(asgi_server, 
     page.wait_for_function(f"{UNKNOWN} === null && document.querySelector('[data-testid=knowledge]')")
 
 
-def test_the_instructors_console_marks_what_the_sessions_model_does_not_know(asgi_server, demo, zh_en, page_factory):
+def test_the_instructors_console_marks_what_the_sessions_model_does_not_know(asgi_server, live_class, zh_en,
+                                                                            page_factory):
     teacher = page_factory("en-US")
     sign_in(teacher, asgi_server, "instructor")
-    teacher.goto(asgi_server + "/classroom/")
-    teacher.fill("input[name=title]", "Monday class")
-    teacher.select_option("select[name=model]", zh_en)
-    teacher.get_by_test_id("create").click()
-    teacher.wait_for_url("**/console/")
+    teacher.goto(asgi_server + f"/classroom/{live_class.code}/console/")
     teacher.get_by_test_id("source").fill("我们明天去北京。")
     teacher.wait_for_function(f"{UNKNOWN}?.textContent === '去北京'")
     assert teacher.get_by_test_id("knowledge-panel").get_by_test_id("card-link").get_attribute("href") == (

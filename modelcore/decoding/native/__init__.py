@@ -32,8 +32,11 @@ def fast_here() -> bool:
     """Whether decoding should take the compiled step when it is built: on CPUs with AVX-512, where it was
     measured 2-2.6x faster than MKL's addmm. Its AVX2 clone ran 5-28x slower than addmm (docs/benchmarks.md),
     so elsewhere the Python step serves unless MODELCORE_NATIVE=force."""
-    if os.environ.get("MODELCORE_NATIVE", "").strip().lower() == "force":
-        return True
+    return os.environ.get("MODELCORE_NATIVE", "").strip().lower() == "force" or _avx512()
+
+
+@functools.lru_cache(maxsize=1)
+def _avx512() -> bool:
     import torch
 
     return torch.backends.cpu.get_cpu_capability().startswith("AVX512")

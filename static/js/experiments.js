@@ -11,8 +11,8 @@ function followRun(panel) {
   const live = panel.querySelector(".live-loss");
   const labels = JSON.parse(panel.dataset.statusLabels || "{}");
   const arms = new Map(); // arm label -> trace index of the live loss chart
-  // Drawn at the first loss point: a run that trains nothing (gradients at initialisation) shows no empty chart.
-  if (live) live.hidden = true;
+  // Rendered hidden and drawn at the first loss point: a run that trains nothing (gradients at initialisation)
+  // shows no empty chart.
   const liveLayout = { margin: { t: 30 }, title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } },
                        yaxis: { title: { text: chartLabel("loss") } } };
   const setProgress = (p) => { bar.style.width = `${Math.round(p * 100)}%`; bar.parentElement.setAttribute("aria-valuenow", Math.round(p * 100)); };

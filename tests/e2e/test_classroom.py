@@ -67,13 +67,13 @@ def test_two_students_follow_the_instructor_step_by_step_and_answer_a_question(
     assert len(options) >= 2 and not any("0." in option for option in options)  # no probabilities shown
     ann.locator("[data-testid=question-options] button").nth(0).click()
     bob.locator("[data-testid=question-options] button").nth(1).click()
-    teacher.wait_for_function("document.querySelector('[data-testid=histogram]').dataset.total === '2'")
+    teacher.wait_for_function("document.querySelector('[data-testid=histogram]')?.dataset.total === '2'")
     assert teacher.get_by_test_id("answer-count").inner_text() == "2 answered"
 
     teacher.get_by_test_id("reveal").click()
     for page in (ann, bob):
         page.wait_for_function(f"{CHIPS} === 4")
-        page.wait_for_function("document.querySelector('[data-testid=question-result]').textContent.includes('chose')")
+        page.wait_for_function("document.querySelector('[data-testid=question-result]')?.textContent.includes('chose')")
     fourth = ann.locator("[data-testid=output-tokens] .pg-tok").nth(3).inner_text().split(": ", 1)[1]
     results = [page.get_by_test_id("question-result").inner_text() for page in (ann, bob)]
     assert all(fourth in result for result in results)

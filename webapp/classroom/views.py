@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.accounts.roles import Role, has_role
@@ -59,21 +59,29 @@ def _session_or_404(code: str) -> LiveSession:
     return session
 
 
+def _list_page(request: HttpRequest, *, join_form: JoinForm | None = None,
+               new_form: NewSessionForm | None = None, status: int = 200) -> HttpResponse:
+    """The list: join by code, the sessions one sat in; for instructors their sessions and the new-session form."""
+    teaches = has_role(request.user, Role.INSTRUCTOR)
+    context: dict[str, Any] = {"teaches": teaches, "join_form": join_form or JoinForm(),
+                               **services.sessions_for(request.user)}
+    if teaches:
+        context["new_form"] = new_form or NewSessionForm(models=services.session_models(request.user))
+    return render(request, "classroom/index.html", context, status=status)
+
+
 @signed_in
 def index(request: HttpRequest) -> HttpResponse:
-    """Instructors: their sessions and a form for a new one. Everyone: join by code, the sessions they sat in."""
-    teaches = has_role(request.user, Role.INSTRUCTOR)
-    context: dict[str, Any] = {"teaches": teaches, "join_form": JoinForm(), **services.sessions_for(request.user)}
-    if teaches:
-        context["new_form"] = NewSessionForm(models=services.session_models(request.user))
-    return render(request, "classroom/index.html", context)
+    return _list_page(request)
 
 
 @instructors_only
-@require_POST
+@require_http_methods(["GET", "POST"])
 def create(request: HttpRequest) -> HttpResponse:
-    models = services.session_models(request.user)
-    form = NewSessionForm(request.POST, models=models)
+    """POST makes a session and opens its console; GET (a typed or bookmarked address) shows the list's form."""
+    if request.method == "GET":
+        return _list_page(request)
+    form = NewSessionForm(request.POST, models=services.session_models(request.user))
     if form.is_valid():
         try:
             session = services.session_create(instructor=request.user, title=form.cleaned_data["title"],
@@ -82,8 +90,7 @@ def create(request: HttpRequest) -> HttpResponse:
             form.add_error("model", error.message)
         else:
             return redirect("classroom:console", code=session.code)
-    context = {"teaches": True, "join_form": JoinForm(), "new_form": form, **services.sessions_for(request.user)}
-    return render(request, "classroom/index.html", context, status=400)
+    return _list_page(request, new_form=form, status=400)
 
 
 @signed_in
@@ -92,11 +99,7 @@ def join(request: HttpRequest) -> HttpResponse:
     form = JoinForm(request.GET or request.POST or None)
     if form.is_valid():
         return redirect("classroom:follow", code=form.cleaned_data["code"])
-    teaches = has_role(request.user, Role.INSTRUCTOR)
-    context: dict[str, Any] = {"teaches": teaches, "join_form": form, **services.sessions_for(request.user)}
-    if teaches:
-        context["new_form"] = NewSessionForm(models=services.session_models(request.user))
-    return render(request, "classroom/index.html", context, status=400 if form.is_bound else 200)
+    return _list_page(request, join_form=form, status=400 if form.is_bound else 200)
 
 
 @signed_in

@@ -96,6 +96,14 @@ def test_an_instructor_creates_a_session_and_a_student_cannot(client_as, instruc
     assert client_as(student).post("/classroom/new/", {"title": "Mine", "model": "tiny"}).status_code == 403
     refused = client_as(instructor).post("/classroom/new/", {"title": "Hidden", "model": "no-such-model"})
     assert refused.status_code == 400 and not LiveSession.objects.filter(title="Hidden").exists()
+    assert 'data-testid="create"' in refused.content.decode()  # the form again, with why
+
+
+def test_the_new_session_address_opened_directly_shows_the_form(client_as, instructor, student, tiny_published):
+    page = client_as(instructor).get("/classroom/new/")
+    body = page.content.decode()
+    assert page.status_code == 200 and 'data-testid="new-card"' in body and 'value="tiny"' in body
+    assert client_as(student).get("/classroom/new/").status_code == 403
 
 
 def test_join_by_code_accepts_lower_case_and_refuses_wrong_or_ended_codes(client_as, student, session):

@@ -39,7 +39,10 @@ const socket = liveSocket(page.dataset.socket, {
   onClose(event, again) {
     state.open = false;
     if (!again) status(say("ended"), false);
-    else status(say("reconnecting"), true);
+    else {
+      status(say("reconnecting"), true);
+      page.setAttribute("aria-busy", "true"); // until the session's state comes again
+    }
   },
 });
 
@@ -64,6 +67,7 @@ const handlers = {
     if (frame.score != null) $("cr-score").textContent = say("score", { n: frame.score });
     if (!frame.request_id) status(say("waiting"));
     fork(frame);
+    page.setAttribute("aria-busy", "false"); // the session's state has come: the page shows what it holds
   },
   start(frame) {
     begin(frame);
@@ -165,6 +169,7 @@ function begin(start) {
   state.stepRunAsked = false;
   state.request = { start, steps: [], done: null };
   views.reset(start);
+  showCards();
   selectView();
   $("cr-src").replaceChildren(...(start.src_tokens || start.src_ids.map(String)).map((token) => chip(token, "src")));
   $("cr-tokens").replaceChildren();
@@ -209,6 +214,14 @@ function applyViews(frame) {
   state.layer = frame.layer ?? null;
   state.encoderLayer = frame.encoder_layer ?? null;
   state.head = frame.head ?? "mean";
+  showCards();
+  for (const box of document.querySelectorAll("#cr-views input")) box.checked = state.shown.includes(box.value);
+  selectView();
+  if (state.request) views.schedule(state.request);
+}
+
+// The cards of the views the console chose, and only those (the playground's reset shows the beam tree by strategy).
+function showCards() {
   for (const card of document.querySelectorAll(".pg-view[data-view]")) {
     const hidden = !state.shown.includes(card.dataset.view);
     const appears = card.hidden && !hidden;
@@ -216,9 +229,6 @@ function applyViews(frame) {
     // A chart drawn while its card was hidden took a default width: fit it to the card now shown.
     if (appears) requestAnimationFrame(() => card.querySelectorAll(".js-plotly-plot").forEach((div) => Plotly.Plots.resize(div)));
   }
-  for (const box of document.querySelectorAll("#cr-views input")) box.checked = state.shown.includes(box.value);
-  selectView();
-  if (state.request) views.schedule(state.request);
 }
 
 function selectView() {

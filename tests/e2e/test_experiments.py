@@ -59,7 +59,7 @@ def test_the_live_loss_chart_names_its_series_to_a_screen_reader(asgi_server, de
     launch(page, asgi_server, {"layers": "2", "d_model": "32", "steps": "300", "batch_size": "16", "seed": "4343"})
     page.wait_for_selector("[data-testid=live-loss]:not([hidden])", timeout=120_000)
     # Drawn empty at the first loss point, then each arm added: the text alternative names the arms that arrived.
-    page.wait_for_function("""() => { const label = document.querySelector('[data-testid=live-loss]').getAttribute('aria-label');
+    page.wait_for_function("""() => { const label = document.querySelector('[data-testid=live-loss]')?.getAttribute('aria-label');
                                       return !!label && label.includes('Post-LN') && label.includes('Pre-LN'); }""", timeout=120_000)
     label = page.get_attribute("[data-testid=live-loss]", "aria-label")
     assert label.startswith("training loss. step · training loss. ") and page.get_attribute("[data-testid=live-loss]", "role") == "img"

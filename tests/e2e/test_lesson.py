@@ -36,7 +36,8 @@ def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_se
                            timeout=60_000)
     first = page.evaluate("JSON.stringify(document.querySelector('[data-figure=row_weights]').data[0].y)")
     page.locator("[data-testid=demo-result-encoder] button[data-query='2']").click()  # 猫 as the query
-    page.wait_for_function(f"JSON.stringify(document.querySelector('[data-figure=row_weights]')?.data?.[0]?.y) !== {first!r}",
+    page.wait_for_function(f"(() => {{ const y = document.querySelector('[data-figure=row_weights]')?.data?.[0]?.y; "
+                           f"return y !== undefined && JSON.stringify(y) !== {first!r}; }})()",  # the new chart, drawn
                            timeout=60_000)
     assert "猫" in page.locator("[data-testid=demo-result-encoder] button[aria-pressed=true]").inner_text()
     run_demo(page, "encoder", "ĀĀ")
@@ -52,7 +53,7 @@ def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_se
     page.get_by_test_id("train-mask").click()
     page.wait_for_selector("[data-testid=live-loss]:not([hidden])", timeout=120_000)  # the loss, live over the socket
     page.wait_for_function(  # its text alternative names the arm being trained (it was drawn with no series)
-        "document.querySelector('[data-testid=live-loss]').getAttribute('aria-label')?.includes('causal mask')",
+        "document.querySelector('[data-testid=live-loss]')?.getAttribute('aria-label')?.includes('causal mask')",
         timeout=60_000)
     page.wait_for_selector("[data-testid=run][data-status=succeeded] .js-plotly-plot", timeout=180_000)
 

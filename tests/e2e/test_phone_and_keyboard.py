@@ -74,7 +74,8 @@ def test_every_page_fits_a_360_px_phone_and_run_brings_the_output_into_view(
     page.get_by_test_id("pace").select_option("250")
     page.get_by_test_id("run").click()
     page.wait_for_function(f"{TOKENS} >= 2", timeout=60_000)
-    page.wait_for_timeout(600)  # the scroll has settled
+    page.wait_for_function("(() => { const r = document.querySelector('[data-testid=output]').getBoundingClientRect(); "
+                           "return r.top >= 0 && r.bottom <= innerHeight; })()", timeout=5_000)  # the smooth scroll ended
     box = page.evaluate("(() => { const r = document.querySelector('[data-testid=output]').getBoundingClientRect(); "
                         "return {top: r.top, bottom: r.bottom, height: innerHeight}; })()")
     assert 0 <= box["top"] and box["bottom"] <= box["height"], f"the output is out of view: {box}"

@@ -65,7 +65,7 @@ def switch_to(page, layer: str, enc_layer: str, head: str) -> None:
     page.wait_for_function(
         "([before]) => { const p = document.getElementById('view-cross'); const q = document.getElementById('view-encoder');"
         " return p.data && q.data && JSON.stringify(p.data[0].z) !== JSON.stringify(before); }",
-        arg=[before], timeout=10_000,
+        arg=[before], timeout=30_000,
     )
     page.wait_for_timeout(300)  # the three views are drawn in the same animation frame; let every one land
 
@@ -78,7 +78,7 @@ def decoded_page(base: str, model: str, page_factory, source: str, pace_ms: str 
     page.get_by_test_id("pace").select_option(pace_ms)
     page.get_by_test_id("run").click()
     if pace_ms == "0":
-        page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=30_000)
+        page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
         page.wait_for_timeout(300)
     return page
 
@@ -143,7 +143,7 @@ def test_the_benchmarks_playground_request_is_what_the_page_sends(asgi_server, d
         page.get_by_test_id("source").fill(SENTENCE)
         page.get_by_test_id("pace").select_option("0")
         page.get_by_test_id("run").click()
-        page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=30_000)
+        page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
     decodes = [json.loads(text) for text in sent if json.loads(text)["type"] == "decode"]
     assert len(decodes) == 2
     bench = bench_stream().request_frame("playground", zh_en, SENTENCE, None, PAGE_REQUEST)

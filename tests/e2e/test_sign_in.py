@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.fixtures.demo import sign_in
 
@@ -24,7 +25,7 @@ def test_each_role_sees_its_home_in_english_then_chinese(asgi_server, demo, page
     page.click("button[data-lang=zh-hans]")  # the language switch
     page.wait_for_selector("html[lang=zh-hans]")
     assert page.get_by_test_id("home-title").inner_text() == f"欢迎，{username}"
-    assert "退出登录" in page.inner_text("header")
+    expect(page.locator("header")).to_contain_text("退出登录")
 
 
 def test_a_chinese_browser_gets_chinese_by_default(asgi_server, demo, page_factory):

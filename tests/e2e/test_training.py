@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.fixtures.demo import PASSWORD
 
@@ -31,15 +32,12 @@ def test_an_admin_queues_a_job_watches_it_finish_and_finds_its_model(
     page.wait_for_url(f"{asgi_server}/training/jobs/*/")
     job_id = page.url.rstrip("/").rsplit("/", 1)[1]
 
-    progress = page.get_by_test_id(f"progress-{job_id}")
-    seen: set[str] = set()
-    for _ in range(1200):  # the bar moves while steps arrive over the socket
-        seen.add(progress.get_attribute("aria-valuenow"))
-        if "100" in seen:
-            break
-        page.wait_for_timeout(100)
-    assert "100" in seen and len(seen) >= 3, f"the bar went through {sorted(seen, key=int)}"
+    # The bar moves while steps arrive over the socket: a value between 0 and 100 shows (checked every frame).
+    page.wait_for_function(f"(() => {{ const bar = document.querySelector('[data-testid=progress-{job_id}]'); "
+                           "const value = Number(bar?.getAttribute('aria-valuenow')); return value > 0 && value < 100; })()",
+                           timeout=120_000)
     page.wait_for_selector(f"[data-testid=status-{job_id}][data-status=succeeded]", timeout=120_000)
+    expect(page.get_by_test_id(f"progress-{job_id}")).to_have_attribute("aria-valuenow", "100")
     # A job that reaches its final state reloads the page, which then names the model: wait for
     # that page before reading anything off it (a read during the reload has no page to read).
     model_link = page.get_by_test_id("model").locator("a")

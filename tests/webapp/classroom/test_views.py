@@ -87,6 +87,23 @@ def test_the_console_shows_the_code_large_and_a_qr_code(client_as, session, inst
     assert '<svg' in page and 'class="segno"' in page
 
 
+def test_both_screens_open_on_the_views_the_session_shows(client_as, session, instructor, student):
+    import re
+
+    from webapp.classroom.services import session_state_update
+
+    session_state_update(session=session, views=["self", "kv"])
+    screens = {"console": client_as(instructor).get(f"/classroom/{session.code}/console/").content.decode(),
+               "follow": client_as(student).get(f"/classroom/{session.code}/").content.decode()}
+    for page in screens.values():  # before the socket's first frame: no card of a view the session hides
+        cards = re.findall(r'<article class="card pg-view" data-view="(\w+)"( hidden)?[ >]', page)
+        shown, hidden = [v for v, h in cards if not h], [v for v, h in cards if h]
+        assert shown == ["self", "kv"] and sorted(hidden) == ["beams", "cross", "encoder", "topk"]
+        assert 'id="cr-page" aria-busy="true"' in page
+    checked = re.findall(r'value="(\w+)" data-testid="show-\w+" checked', screens["console"])
+    assert checked == ["self", "kv"]
+
+
 def test_an_instructor_creates_a_session_and_a_student_cannot(client_as, instructor, student, tiny_published):
     from webapp.classroom.models import LiveSession
 

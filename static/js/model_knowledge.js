@@ -12,14 +12,16 @@ function watch(panel) {
   const {source: sourceId, picker: pickerId, sourceName, pickerName} = panel.dataset;
   const source = field(panel, sourceId, sourceName);
   const picker = field(panel, pickerId, pickerName);
-  if (!source) return;
+  const busy = (yes) => panel.setAttribute('aria-busy', String(yes));  // rendered busy: its first answer is on its way
+  if (!source) return busy(false);
   let timer = null;
   let asked = 0;
 
   async function check() {
     const model = picker?.value;
-    if (!model) return;
+    if (!model) return busy(false);
     const ticket = ++asked;
+    busy(true);
     const url = panel.dataset.url.replace('__model__', encodeURIComponent(model)) +
       '?source=' + encodeURIComponent(source.value);
     try {
@@ -28,6 +30,8 @@ function watch(panel) {
       if (ticket === asked) panel.innerHTML = html;  // a slower, older answer never replaces a newer one
     } catch {
       if (ticket === asked) panel.textContent = '';
+    } finally {
+      if (ticket === asked) busy(false);
     }
   }
 

@@ -57,6 +57,8 @@ def english_on(page, what: str, user: str | tuple[str, ...] = "") -> list[str]:
     """What reads as English on this page, each line naming the page (the signed-in user's name is data)."""
     page.wait_for_load_state("load")
     page.wait_for_timeout(500)  # htmx fragments and charts drawn after load
+    # Each unknown-word panel's first answer, fetched after load, is on the page too.
+    page.wait_for_function("!document.querySelector('[data-knowledge][aria-busy=true]')")
     if page.evaluate("document.documentElement.lang") != "zh-hans":
         return [f"{what}: the page is not in Chinese"]
     return [f"{what}: {line}" for line in english_in(page.evaluate(VISIBLE_TEXT, SKIP), user)]

@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "webapp.core.busy.BusyDatabaseMiddleware",
+    "webapp.core.method_page.MethodNotAllowedPageMiddleware",
     # Axes must come last: it inspects the outcome of authentication.
     "axes.middleware.AxesMiddleware",
 ]

@@ -24,8 +24,7 @@ from hsk_figures import hsk_figures  # noqa: E402
 
 from modelcore.checkpoint import SHIPPED_DIR, load_model  # noqa: E402
 from modelcore.tasks import get_task  # noqa: E402
-
-CURVE_FILE = "learning_curve.json"
+from webapp.registry.learning import CURVE_FILE  # noqa: E402  (the card reads the file this writes)
 
 
 def real_pairs(options: dict) -> int:

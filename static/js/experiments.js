@@ -1,6 +1,6 @@
 // Experiment pages: draw every figure set, and follow launched runs live over /ws/experiments/<id>/.
 import { chartLabel } from "./chart_labels.js";
-import { colorOf, describe, drawFigureSets, plot } from "./figure_style.js";
+import { drawFigureSets, liveLoss } from "./figure_style.js";
 import { liveSocket } from "./socket.js";
 
 function followRun(panel) {
@@ -10,11 +10,10 @@ function followRun(panel) {
   const status = panel.querySelector(".run-status");
   const live = panel.querySelector(".live-loss");
   const labels = JSON.parse(panel.dataset.statusLabels || "{}");
-  const arms = new Map(); // arm label -> trace index of the live loss chart
-  // Rendered hidden and drawn at the first loss point: a run that trains nothing (gradients at initialisation)
-  // shows no empty chart.
-  const liveLayout = { margin: { t: 30 }, title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } },
-                       yaxis: { title: { text: chartLabel("loss") } } };
+  // Drawn at the first loss point: a run that trains nothing (gradients at initialisation) shows no empty chart.
+  const addLoss = live && liveLoss(live, { margin: { t: 30 }, title: { text: chartLabel("loss") },
+                                           xaxis: { title: { text: chartLabel("step") } },
+                                           yaxis: { title: { text: chartLabel("loss") } } });
   const setProgress = (p) => { bar.style.width = `${Math.round(p * 100)}%`; bar.parentElement.setAttribute("aria-valuenow", Math.round(p * 100)); };
   const showResult = () => {
     socket.close();
@@ -24,17 +23,8 @@ function followRun(panel) {
   const onFrame = (frame) => {
     if (frame.status) { status.textContent = labels[frame.status] || frame.status; panel.dataset.status = frame.status; }
     if (typeof frame.progress === "number") setProgress(frame.progress);
-    if (frame.type === "progress" && live && frame.arm !== undefined && typeof frame.loss === "number") {
-      if (live.hidden) {
-        live.hidden = false;
-        plot(live, [], liveLayout);
-      }
-      if (!arms.has(frame.arm)) {
-        arms.set(frame.arm, arms.size);
-        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: chartLabel(frame.arm), line: { color: colorOf(frame.arm) } });
-        live.setAttribute("aria-label", describe(live.data, liveLayout));  // drawn with no series: now it names them
-      }
-      Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
+    if (frame.type === "progress" && addLoss && frame.arm !== undefined && typeof frame.loss === "number") {
+      addLoss(frame.arm, frame.step, frame.loss);
     }
     if (frame.type === "done" || (frame.type === "state" && frame.status === "succeeded")) showResult();
     if (frame.type === "failed" || (frame.type === "state" && frame.status === "failed")) {

@@ -1,6 +1,8 @@
 // Every chart of the app is drawn through plot(): one Plotly template and a colour per concept
 // (webapp/core/figure_style.py, read from base.html's <script id="figure-style">), readable log axes,
 // and a text alternative for screen readers.
+import { chartLabel } from "./chart_labels.js";
+
 const node = document.getElementById("figure-style");
 const STYLE = node ? JSON.parse(node.textContent) : { colors: {}, colorway: [], template: { layout: {} } };
 const CONFIG = { responsive: true, displaylogo: false };
@@ -98,4 +100,23 @@ export function drawFigureSets(root) {
       div.dataset.drawn = "1";
     }
   }
+}
+
+// A training run's loss, live (experiment and lesson run panels): the element, rendered hidden, is shown and drawn at
+// the first point; each arm gets its series (its label and colour) when its first point comes, and the text
+// alternative then names it. Returns add(arm, step, loss).
+export function liveLoss(element, layout) {
+  const arms = new Map(); // arm -> trace index
+  return (arm, step, loss) => {
+    if (element.hidden) {
+      element.hidden = false;
+      plot(element, [], layout);
+    }
+    if (!arms.has(arm)) {
+      arms.set(arm, arms.size);
+      Plotly.addTraces(element, { x: [], y: [], mode: "lines", name: chartLabel(arm), line: { color: colorOf(arm) } });
+      element.setAttribute("aria-label", describe(element.data, layout));
+    }
+    Plotly.extendTraces(element, { x: [[step]], y: [[loss]] }, [arms.get(arm)]);
+  };
 }

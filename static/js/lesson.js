@@ -1,7 +1,7 @@
 // Lesson pages: draw every figure set a demonstration brings (htmx swaps them in), and follow a training
 // comparison live over /ws/lesson/runs/<id>/ (progress and the loss of each arm), then swap in its result.
 import { chartLabel } from "./chart_labels.js";
-import { colorOf, describe, drawFigureSets, plot } from "./figure_style.js";
+import { drawFigureSets, liveLoss } from "./figure_style.js";
 import { liveSocket } from "./socket.js";
 
 function follow(panel) {
@@ -9,10 +9,9 @@ function follow(panel) {
   panel.dataset.following = "1";
   const status = panel.querySelector(".run-status");
   const bar = panel.querySelector(".progress-bar");
-  const live = panel.querySelector(".live-loss");
-  const arms = new Map(); // arm label -> trace index
-  const liveLayout = { title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } },
-                       yaxis: { title: { text: chartLabel("loss") }, type: "log" } };
+  const addLoss = liveLoss(panel.querySelector(".live-loss"), {
+    title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } },
+    yaxis: { title: { text: chartLabel("loss") }, type: "log" } });
   const setProgress = (p) => {
     const percent = Math.round(p * 100);
     bar.firstElementChild.style.width = `${percent}%`;
@@ -26,16 +25,7 @@ function follow(panel) {
   const onFrame = (frame) => {
     if (frame.type === "progress") {
       setProgress(frame.progress);
-      if (live.hidden) {
-        live.hidden = false;
-        plot(live, [], liveLayout);
-      }
-      if (!arms.has(frame.arm)) {
-        arms.set(frame.arm, arms.size);
-        Plotly.addTraces(live, { x: [], y: [], mode: "lines", name: chartLabel(frame.arm), line: { color: colorOf(frame.arm) } });
-        live.setAttribute("aria-label", describe(live.data, liveLayout));  // drawn with no series: now it names them
-      }
-      Plotly.extendTraces(live, { x: [[frame.step]], y: [[frame.loss]] }, [arms.get(frame.arm)]);
+      addLoss(frame.arm, frame.step, frame.loss);
     }
     if (["done", "failed"].includes(frame.type) || ["succeeded", "failed"].includes(frame.status)) finish();
   };

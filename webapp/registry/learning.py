@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from webapp.core.figure_style import COLORS
 
-CURVE_FILE = "learning_curve.json"  # scripts/hsk_learning_curve.py's CURVE_FILE
+CURVE_FILE = "learning_curve.json"  # in the model's folder; scripts/hsk_learning_curve.py writes it
 CHRF_COLOR = COLORS["token_accuracy"]
 
 

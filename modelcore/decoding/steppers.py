@@ -22,6 +22,7 @@ from modelcore.decoding.native.packed import NativeWeights
 from modelcore.decoding.weights import DecoderWeights, LayerWeights, decoder_weights
 from modelcore.masks import make_src_mask, make_tgt_mask
 from modelcore.model import EncoderDecoder
+from modelcore.model.attention import recording_attention
 from modelcore.model.instrument import record
 from modelcore.tokenization import PAD_ID
 
@@ -87,14 +88,8 @@ def encode_sources(
             return model.encode(src, src_mask), src_mask, None
         # Only the attention weights, through the hook MultiHeadAttention offers (record() keeps much more).
         weights: list[Tensor] = []
-        attentions = [layer.self_attn for layer in model.encoder.layers]
-        for attention in attentions:
-            attention.recorder = weights.append
-        try:
-            memory = model.encode(src, src_mask)
-        finally:
-            for attention in attentions:
-                attention.recorder = None
+        with recording_attention({layer.self_attn: weights.append for layer in model.encoder.layers}):
+            memory = model.encode(src, src_mask)  # only this call's weights: other threads share the model
         return memory, src_mask, weights  # one (n, h, S, S) per layer
 
 

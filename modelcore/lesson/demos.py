@@ -5,7 +5,7 @@ Every function takes a loaded model folder and plain parameters and returns plai
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,7 +19,7 @@ from modelcore.generate import greedy_decode, pad_batch
 from modelcore.lesson.steps import attention_row
 from modelcore.masks import make_src_mask, make_tgt_mask
 from modelcore.model import EncoderDecoder, MultiHeadAttention
-from modelcore.model.instrument import record
+from modelcore.model.instrument import local_hooks, record
 from modelcore.tokenization import BOS_ID, EOS, UNK_ID, SourceError
 
 MAX_SENTENCE_CHARS = 60  # a figure per position stays readable, and the request stays well under a second
@@ -68,15 +68,13 @@ def _index(name: str, value: Any, size: int) -> int:
 
 @contextmanager
 def _attention_inputs(model: nn.Module) -> Iterator[dict[MultiHeadAttention, tuple[Tensor, ...]]]:
-    """What each attention module reads (query, key, value, mask), kept while inside."""
+    """What each attention module reads (query, key, value, mask) in this thread's calls, kept while inside."""
     seen: dict[MultiHeadAttention, tuple[Tensor, ...]] = {}
-    handles = [m.register_forward_pre_hook(lambda mod, args: seen.__setitem__(mod, args))
-               for m in model.modules() if isinstance(m, MultiHeadAttention)]
-    try:
+    with local_hooks() as hooks:
+        for m in model.modules():
+            if isinstance(m, MultiHeadAttention):
+                hooks.forward_pre(m, lambda mod, args: seen.__setitem__(mod, args))
         yield seen
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def model_summary(loaded: LoadedModel) -> dict[str, Any]:
@@ -190,11 +188,15 @@ def _padding(loaded: LoadedModel, src: Tensor, tokens: list[str], partner: str) 
 
 
 def _without_residuals(model: EncoderDecoder) -> EncoderDecoder:
-    """The same trained weights with every residual path removed (the ablation switch on each layer)."""
-    ablated = copy.deepcopy(model)
-    for layer in [*ablated.encoder.layers, *ablated.decoder.layers]:
-        layer.residual = False
-    return ablated.eval()
+    """The same trained weights in a model built with every residual path removed (the ablation switch).
+
+    Built from the config and the weights, not deep-copied: a copy of the shared model would carry the hooks that
+    other threads' demonstrations hang on it for a moment, and could read their dictionaries mid-change.
+    """
+    ablated = EncoderDecoder(dataclasses.replace(model.config, residual=False))
+    ablated.load_state_dict(model.state_dict())
+    param = next(model.parameters())
+    return ablated.to(device=param.device, dtype=param.dtype).eval()
 
 
 @torch.no_grad()

@@ -4,18 +4,61 @@ With no `record(model)` context active, no hook is registered and attention
 takes the fused F.scaled_dot_product_attention path: instrumentation costs
 nothing when off. Inside the context, each module's latest call is kept
 (step-by-step decoding reads it after each step).
+
+A recording belongs to the thread (or asyncio task) that opened it: the hooks it
+registers fire for every caller of the shared model, but write only for calls made
+inside the context that opened them (a context variable tells), so a worker's
+threads can instrument one warm model at once without reading each other's data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
+from modelcore.model.attention import MultiHeadAttention, recording_attention
 from modelcore.model.encoder_decoder import EncoderDecoder
+
+# The hook sets open in the current thread or task (see LocalHooks).
+_OPEN: ContextVar[tuple[object, ...]] = ContextVar("instrument_open_hooks", default=())
+
+
+class LocalHooks:
+    """Forward (pre-)hooks that act only for calls made in the context that opened them; removed on close."""
+
+    def __init__(self) -> None:
+        self._handles: list[RemovableHandle] = []
+
+    def _mine(self, fn: Callable[..., None]) -> Callable[..., None]:
+        def hook(*args: object) -> None:
+            if self in _OPEN.get():
+                fn(*args)  # returns nothing: the module's inputs and output are left as they are
+
+        return hook
+
+    def forward(self, module: nn.Module, fn: Callable[[nn.Module, tuple, Tensor], None]) -> None:
+        self._handles.append(module.register_forward_hook(self._mine(fn)))
+
+    def forward_pre(self, module: nn.Module, fn: Callable[[nn.Module, tuple], None]) -> None:
+        self._handles.append(module.register_forward_pre_hook(self._mine(fn)))
+
+
+@contextmanager
+def local_hooks() -> Iterator[LocalHooks]:
+    """A LocalHooks open while inside: register hooks on it; they act only for this thread's or task's calls."""
+    hooks = LocalHooks()
+    token = _OPEN.set((*_OPEN.get(), hooks))
+    try:
+        yield hooks
+    finally:
+        _OPEN.reset(token)
+        for handle in hooks._handles:
+            handle.remove()
 
 
 @dataclass
@@ -69,16 +112,15 @@ def _position_stats(x: Tensor) -> tuple[Tensor, Tensor]:
 
 @contextmanager
 def record(model: EncoderDecoder) -> Iterator[Recording]:
-    """Record attention weights, layer outputs, norm statistics and FFN sparsity while inside."""
+    """Record attention weights, layer outputs, norm statistics and FFN sparsity while inside (this thread's calls)."""
     recording = Recording()
-    handles: list[RemovableHandle] = []
-    attentions: list[nn.Module] = []
+    recorders: dict[nn.Module, Callable[[Tensor], None]] = {}
 
-    def keep_attention(name: str):
-        def hook(weights: Tensor) -> None:
+    def keep_attention(name: str) -> Callable[[Tensor], None]:
+        def recorder(weights: Tensor) -> None:
             recording.attention[name] = weights
 
-        return hook
+        return recorder
 
     def keep_hidden(name: str):
         def hook(_module: nn.Module, _inputs: tuple, output: Tensor) -> None:
@@ -100,24 +142,19 @@ def record(model: EncoderDecoder) -> Iterator[Recording]:
 
         return hook
 
-    for stack in (model.encoder, model.decoder):
-        stack_name = "encoder" if stack is model.encoder else "decoder"
-        for i, layer in enumerate(stack.layers):
-            prefix = f"{stack_name}.layers.{i}"
-            handles.append(layer.register_forward_hook(keep_hidden(prefix)))
-            handles.append(layer.ffn.activation.register_forward_hook(keep_zeros(f"{prefix}.ffn")))
-            for attn_name in ("self_attn", "cross_attn"):
-                attn = getattr(layer, attn_name, None)
-                if attn is not None:
-                    attn.recorder = keep_attention(f"{prefix}.{attn_name}")
-                    attentions.append(attn)
-    for name, module in model.named_modules():
-        if name.rsplit(".", 1)[-1].startswith("norm") and not isinstance(module, nn.Identity):
-            handles.append(module.register_forward_hook(keep_norm(name)))
-    try:
-        yield recording
-    finally:
-        for handle in handles:
-            handle.remove()
-        for attn in attentions:
-            attn.recorder = None
+    with local_hooks() as hooks:
+        for stack in (model.encoder, model.decoder):
+            stack_name = "encoder" if stack is model.encoder else "decoder"
+            for i, layer in enumerate(stack.layers):
+                prefix = f"{stack_name}.layers.{i}"
+                hooks.forward(layer, keep_hidden(prefix))
+                hooks.forward(layer.ffn.activation, keep_zeros(f"{prefix}.ffn"))
+                for attn_name in ("self_attn", "cross_attn"):
+                    attn = getattr(layer, attn_name, None)
+                    if isinstance(attn, MultiHeadAttention):
+                        recorders[attn] = keep_attention(f"{prefix}.{attn_name}")
+        for name, module in model.named_modules():
+            if name.rsplit(".", 1)[-1].startswith("norm") and not isinstance(module, nn.Identity):
+                hooks.forward(module, keep_norm(name))
+        with recording_attention(recorders):
+            yield recording

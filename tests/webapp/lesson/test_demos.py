@@ -119,3 +119,40 @@ async def test_a_socket_for_no_such_run_is_told_so(student):
     ws = await socket_for("/ws/lesson/runs/999999/", student)
     await ws.connect()
     assert (await ws.receive_json_from())["code"] == "not_found"
+
+
+CONCURRENT = [(kind, sentence, i % 2) for i, (kind, sentence) in enumerate(
+    (k, s) for s in ("我的猫追了一只老鼠。", "他没有吃饭。", "我们看见我的猫。", "猫追老鼠。", "去年我喜欢猫。",
+                     "他喜欢吃饭。", "我的狗追了一只猫。", "三个聪明的女孩喝五瓶水。") for k in ("encoder", "decoder", "residual", "norms"))]
+
+
+def test_many_demonstrations_at_once_on_one_threaded_worker_each_store_their_own_result(student, zh_en, start_worker):
+    """As a class presses Run together: one worker with four threads, 32 different requests at once. Each stored
+    result equals the same request answered alone, so no student is served another's data from the cache."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from webapp.lesson.services import demo_run
+
+    start_worker("interactive", pool="threads", concurrency=4)
+
+    def run(request) -> dict:
+        kind, sentence, layer = request
+        return demo_run(user=student, kind=kind, model_name="zh-en-post",
+                        raw={"sentence": sentence, "layer": layer}).result
+
+    def run_in_thread(request) -> dict:
+        try:
+            return run(request)
+        finally:
+            connection.close()  # the pool thread's own connection
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        together = list(pool.map(run_in_thread, CONCURRENT))
+    assert DemoResult.objects.count() == len(CONCURRENT)
+    stored = {(r.kind, r.params["sentence"], r.params["layer"]): r.result for r in DemoResult.objects.all()}
+    DemoResult.objects.all().delete()
+    for request, answer in zip(CONCURRENT, together, strict=True):
+        alone = run(request)  # computed again with nothing else running
+        assert answer == alone and stored[request] == alone, f"{request} differs from the same request run alone"

@@ -23,6 +23,7 @@ from webapp.classroom import history, questions, services
 from webapp.classroom import socket_state as stored
 from webapp.classroom.ballot import ballot_answer_async
 from webapp.classroom.errors import ClassroomError
+from webapp.classroom.frames import parse_run
 from webapp.classroom.models import LiveSession, Question
 from webapp.classroom.presence import presence_change
 from webapp.classroom.relay import SessionRelay, event_message, relay_target, relays, session_group
@@ -36,7 +37,6 @@ from webapp.playground.relay import WATCH_EVERY_S
 from webapp.playground.services import (
     attention_view,
     decode_cancel,
-    decode_request,
     decode_step,
     ended_attention,
     ended_state,
@@ -47,8 +47,6 @@ from webapp.playground.services import (
 log = logging.getLogger(__name__)
 
 CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end")
-RUN_KEYS = ("source", "strategy", "beam_size", "temperature", "top_k", "top_p", "seed", "max_len", "min_len",
-            "pace_ms", "step_mode")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
 SAVED_TTL_S = 3600
 STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
@@ -170,17 +168,8 @@ class ClassroomSocket(JsonSocket):
         if session is None:
             return
         try:
-            model_name = frame.get("model", session.model_name)
-            if not isinstance(model_name, str):
-                raise ClassroomError("bad_params", "model must be a model's name")
+            model_name, request = parse_run(frame, session.model_name, services.attention_view_of(session.state))
             model = await _db(services.session_model_fields)(user=self.scope["user"], name=model_name)
-            extra = {k: v for k, v in frame.items() if k not in ("type", "model")}
-            unknown = sorted(set(extra) - set(RUN_KEYS))
-            if unknown:
-                raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
-            request = decode_request({"type": "decode", "model": model_name, "attention": True,
-                                      "view": services.attention_view_of(session.state), "top_alternatives": 8,
-                                      **extra})
         except (ClassroomError, ProtocolError) as error:
             await self.send_error(error.code, error.message)
             return

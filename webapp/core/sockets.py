@@ -115,6 +115,11 @@ class JsonSocket(AsyncWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups.append(group)  # Channels leaves self.groups when the socket disconnects
 
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
+        """Close, and drop whatever the client sent meanwhile (frames already on their way when it closed)."""
+        self.closing = True
+        await super().close(code=code, reason=reason)
+
     async def rights_revoked(self, event: dict[str, Any]) -> None:
         """The user signed out, was deactivated or changed role: this socket's rights are gone."""
         self.closing = True

@@ -20,6 +20,8 @@ MAX_ID_CHARS = 64
 MAX_TEMPERATURE = 10
 MAX_TOP_K = 100_000
 MAX_SEED = 2**63 - 1  # torch's generator takes a signed 64-bit seed
+FLOAT_KEYS = ("temperature", "top_p", "length_penalty")  # real numbers; the rest are integers
+MAX_FLOAT_INT = 10**300  # far past any sensible value, well inside a float's range
 MAX_VIEW_INDEX = 255  # a layer or head past the model's own is read as its last (attention.View)
 
 # What the playground page asks of every decode besides its form's fields (the page reads it from its
@@ -166,17 +168,29 @@ def parse_decode(frame: dict[str, Any], limits: Limits) -> DecodeRequest:
 
 def _check_params(params: dict[str, Any], limits: Limits) -> None:
     """The engine's checks (DecodeParams), so a client hears at once what a worker would refuse; then the caps."""
+    for name in FLOAT_KEYS:  # an integer too large for a float (401 digits) would overflow in the engine's check
+        value = params.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and not -MAX_FLOAT_INT <= value <= MAX_FLOAT_INT:
+            raise ProtocolError("bad_params", f"{name} must be a number; this one is out of range")
     try:
         DecodeParams.from_dict(params)
     except DecodeError as error:
         raise ProtocolError("bad_params", str(error)) from None
+    except (OverflowError, TypeError, ValueError):  # whatever else a number out of any range does to the check
+        raise ProtocolError("bad_params", "a search parameter is out of range or of the wrong kind") from None
     for name, cap in _caps(limits).items():
         if name not in params:
             continue
         if params[name] is None:  # the engine reads None as "the default"; a frame leaves the field out instead
             raise ProtocolError("bad_params", f"{name} must be a number (leave it out for the default)")
         if params[name] > cap:
-            raise ProtocolError("bad_params", f"{name} may be at most {cap} here, got {params[name]!r}")
+            raise ProtocolError("bad_params", f"{name} may be at most {cap} here, got {_shown(params[name])}")
+
+
+def _shown(value: Any) -> str:
+    """A number as an error message shows it: a 400-digit integer is cut, not echoed whole."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}… ({len(text)} digits)"
 
 
 def is_text(value: str) -> bool:

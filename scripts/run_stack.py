@@ -84,7 +84,9 @@ def main() -> int:
             "web", [str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", port, "webapp.asgi:application"], env
         )
         # Students' experiment runs have a worker of their own: they never wait behind an admin's training job.
+        # The lesson's demonstrations have theirs too: a flood of them never delays a decode.
         for queue, extra in (("interactive", ["--pool", "threads", "--concurrency", "4"]),
+                             ("demonstrations", ["--pool", "threads", "--concurrency", "2"]),
                              ("experiments", ["--pool", "prefork", "--concurrency", "1"]),
                              ("training", ["--pool", "prefork", "--concurrency", "1"])):
             children[f"worker-{queue}"] = _start(

@@ -76,7 +76,7 @@ def test_run_serves_then_one_sigint_leaves_nothing_behind(tmp_path):
                 break
             time.sleep(0.5)
         assert report is not None and report["status"] == "ok", (tmp_path / "run.log").read_text()[-3000:]
-        assert all(report["workers"][queue] >= 1 for queue in ("interactive", "experiments", "training"))
+        assert all(report["workers"][queue] >= 1 for queue in ("interactive", "demonstrations", "experiments", "training"))
         status, body = get(base + "/accounts/login/")
         assert status == 200 and b"Sign in" in body
         # Debug pages only where a developer asks (DEBUG=1): an unknown address gets the app's own 404 page.

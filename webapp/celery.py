@@ -1,4 +1,5 @@
-"""The Celery app: JSON only, prefetch 1, queues `interactive` (decoding), `experiments` (students' runs), `training`."""
+"""The Celery app: JSON only, prefetch 1, queues `interactive` (decoding), `demonstrations` (the lesson's), `experiments`
+(students' runs), `training`."""
 from __future__ import annotations
 
 import os
@@ -10,11 +11,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings.dev")
 
 app = Celery("webapp")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("interactive"), Queue("experiments"), Queue("training"))
+app.conf.task_queues = (Queue("interactive"), Queue("demonstrations"), Queue("experiments"), Queue("training"))
 # Experiment runs have their own queue and worker: a student's few-second run never waits behind a training job.
 app.conf.task_routes = {
     "webapp.training.*": {"queue": "training"},
     "webapp.experiments.*": {"queue": "experiments"},
+    "webapp.lesson.demo": {"queue": "demonstrations"},  # a flood of them never delays a decode
     "webapp.core.*": {"queue": "interactive"},
     "webapp.playground.*": {"queue": "interactive"},
 }

@@ -15,11 +15,14 @@ def services() -> dict:
 
 def test_it_runs_postgres_redis_web_and_one_worker_per_queue():
     found = services()
-    assert {"postgres", "redis", "migrate", "web", "worker-interactive", "worker-experiments", "worker-training"} <= set(found)
+    assert {"postgres", "redis", "migrate", "web", "worker-interactive", "worker-demonstrations", "worker-experiments",
+            "worker-training"} <= set(found)
     queues = {name: svc["command"][svc["command"].index("-Q") + 1] for name, svc in found.items()
               if "celery" in svc.get("command", [])}
-    # Students' experiment runs never wait behind a training job: each has its own queue and worker.
-    assert queues == {"worker-interactive": "interactive", "worker-experiments": "experiments", "worker-training": "training"}
+    # Students' experiment runs never wait behind a training job, nor decodes behind the lesson's demonstrations:
+    # each has its own queue and worker.
+    assert queues == {"worker-interactive": "interactive", "worker-demonstrations": "demonstrations",
+                      "worker-experiments": "experiments", "worker-training": "training"}
 
 
 def test_the_training_worker_reserves_a_gpu_and_uses_cuda():
@@ -31,7 +34,7 @@ def test_the_training_worker_reserves_a_gpu_and_uses_cuda():
 
 
 def test_app_services_wait_for_migrations_and_share_postgres_redis_and_the_model_store():
-    for name in ("web", "worker-interactive", "worker-experiments", "worker-training"):
+    for name in ("web", "worker-interactive", "worker-demonstrations", "worker-experiments", "worker-training"):
         svc = services()[name]
         assert svc["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
         assert svc["environment"]["DATABASE_URL"].startswith("postgres://")

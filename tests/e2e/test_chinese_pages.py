@@ -70,7 +70,7 @@ def assert_chinese(page, what: str, user: str = "") -> None:
 
 
 def test_every_page_reads_in_chinese(asgi_server, pages_to_walk, class_pages, live_class, page_factory, start_worker):
-    start_worker("interactive")
+    start_worker("interactive,demonstrations")
     page = page_factory("zh-CN")
     english: list[str] = []
     for path in ("/accounts/login/", "/accounts/register/"):

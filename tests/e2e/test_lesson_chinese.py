@@ -13,7 +13,7 @@ PAGES = [("/lesson/", None), ("/lesson/encoder/", "encoder"), ("/lesson/decoder/
 
 
 def test_the_lesson_reads_in_chinese_with_its_demonstrations(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+    start_worker("demonstrations")
     page = page_factory("zh-CN")
     sign_in(page, asgi_server, "student")
     found = []

@@ -32,7 +32,7 @@ def too_wide(page, what: str) -> list[str]:
 def test_every_page_fits_a_360_px_phone_and_run_brings_the_output_into_view(
     asgi_server, pages, class_pages, live_class, page_factory, start_worker
 ):
-    start_worker("interactive")
+    start_worker("interactive,demonstrations")
 
     def phone(who: str | None = None):
         screen = page_factory("en-US")

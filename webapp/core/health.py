@@ -23,7 +23,7 @@ from webapp.settings.env import redis_url_for_celery
 
 log = logging.getLogger(__name__)
 
-QUEUES = ("interactive", "experiments", "training")
+QUEUES = ("interactive", "demonstrations", "experiments", "training")
 REFRESH_S = 1.0  # how often the checks run while /healthz is being asked
 STALE_S = 10.0  # a report this old means the checks themselves are stuck: degraded
 FIRST_WAIT_S = 1.0  # the first caller of a fresh process waits this long at most for a first report

@@ -15,6 +15,7 @@ class PageProgress(models.Model):
     first_visit = models.DateTimeField(auto_now_add=True)
     last_visit = models.DateTimeField(auto_now=True)
     exercises = models.JSONField(default=list, help_text="Ids of the exercises whose answer the student revealed.")
+    visited = models.BooleanField(default=True, help_text="The student opened the page (a reveal alone is no visit).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "page"], name="lesson_progress_once_per_page")]
@@ -30,6 +31,8 @@ class DemoResult(models.Model):
     params = models.JSONField()
     result = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(auto_now_add=True, db_index=True,
+                                   help_text="Last asked for: the cache keeps the recently used (lesson.services).")
 
 
 class TrainingRun(models.Model):

@@ -4,18 +4,24 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
+import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from celery.exceptions import TimeoutError as CeleryTimeout
 from django.apps import apps as django_apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 from redis.exceptions import RedisError
 
 from webapp.celery import app
 from webapp.core.feed import Feed, group_frame
+from webapp.core.limits import admit_script, limits_redis
 from webapp.core.presence import presence_client, workers_by_queue
 from webapp.core.redact import without_paths
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
@@ -24,7 +30,10 @@ from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
 
 logger = logging.getLogger(__name__)
-DEMO_TASK = "webapp.lesson.demo"  # on the interactive queue: each demonstration takes well under a second
+DEMO_TASK = "webapp.lesson.demo"  # each demonstration takes well under a second
+# Demonstrations have a queue (and worker) of their own: a class pressing Run together, or one student flooding,
+# never puts a decode or a classroom run behind them on the interactive queue.
+DEMO_QUEUE = "demonstrations"
 TRAIN_TASK = "webapp.lesson.train"  # on the experiments queue, beside the students' experiment runs
 DEMO_WAIT_S = 20.0  # a worker busy longer than this is reported as busy; the page stays usable
 DEMO_KINDS = ("encoder", "decoder", "residual", "norms")
@@ -38,9 +47,10 @@ PROGRESS_EVERY_S = 0.25  # at most four progress frames a second per run
 class DemoRefused(Exception):
     """A request the page answers with a message (bad input, unknown model, busy worker); nothing is stored."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.retry_after = retry_after  # seconds until the same request may be admitted (limits)
 
 
 def _key(*parts: Any) -> str:
@@ -77,7 +87,11 @@ class DemoAnswer:
 
 
 def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any]) -> DemoAnswer:
-    """A demonstration's result: from the cache when the same request was answered before, else from a worker."""
+    """A demonstration's result: from the cache when the same request was answered before, else from a worker.
+
+    Only uncached requests count against the user's limits (LESSON_DEMO_MAX_CONCURRENT at once,
+    LESSON_DEMOS_PER_MINUTE); over either the answer is `rate_limited` with the seconds to wait.
+    """
     if kind not in DEMO_KINDS:
         raise DemoRefused("unknown_demo", f"there is no demonstration {kind!r}")
     model = demo_model(user=user, name=model_name)
@@ -85,23 +99,70 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
     key = _key(kind, model.name, model.checkpoint_hash, params)
     stored = DemoResult.objects.filter(key=key).first()
     if stored is not None:
+        DemoResult.objects.filter(pk=stored.pk).update(used_at=timezone.now())
         return DemoAnswer(stored.result, cached=True)
     _require_a_worker()
     job = {"kind": kind, "params": params, "model": {"name": model.name, "path": str(model.folder),
                                                      "hash": model.checkpoint_hash}}
-    pending = app.send_task(DEMO_TASK, args=[job], queue="interactive")
-    try:
-        answer = pending.get(timeout=DEMO_WAIT_S)
-    except CeleryTimeout:
-        pending.revoke()
-        raise DemoRefused("busy", "the model's worker is busy; try again in a moment") from None
+    with _demo_slot(user.pk):
+        pending = app.send_task(DEMO_TASK, args=[job], queue=DEMO_QUEUE, expires=DEMO_WAIT_S)
+        try:
+            answer = pending.get(timeout=DEMO_WAIT_S)
+        except CeleryTimeout:
+            pending.revoke()
+            raise DemoRefused("busy", "the model's worker is busy; try again in a moment", retry_after=5) from None
+        finally:
+            pending.forget()  # the answer is kept below (or not at all), not in Redis for an hour
     if "error" in answer:
         raise DemoRefused(answer["error"]["code"], answer["error"]["message"])
     try:
         DemoResult.objects.create(key=key, kind=kind, model_name=model.name, params=params, result=answer["result"])
     except IntegrityError:  # the same request answered twice at once: the first one stays
         pass
+    demo_cache_evict()
     return DemoAnswer(answer["result"], cached=False)
+
+
+class _demo_slot:  # noqa: N801 - used as a context manager, like a function
+    """One of the user's running demonstrations, counted in Redis while the request waits for its answer."""
+
+    def __init__(self, user_id: int) -> None:
+        self.keys = [f"encdec:lesson:demo:running:{user_id}", f"encdec:lesson:demo:rate:{user_id}"]
+        self.member = uuid.uuid4().hex
+
+    def __enter__(self) -> None:
+        now = time.time()
+        try:
+            verdict = admit_script(settings.REDIS_URL)(
+                keys=self.keys, args=[repr(now), settings.LESSON_DEMO_MAX_CONCURRENT, settings.LESSON_DEMOS_PER_MINUTE,
+                                      self.member, repr(now + DEMO_WAIT_S + 5)])
+        except RedisError:
+            raise DemoRefused("unavailable", "the task queue does not answer; try again in a moment") from None
+        if verdict[0] == 1:
+            raise DemoRefused("rate_limited", f"you have {settings.LESSON_DEMO_MAX_CONCURRENT} demonstrations running;"
+                              " wait for one to finish", retry_after=1)
+        if verdict[0] == 2:
+            wait = max(1, round(float(verdict[1])))
+            raise DemoRefused("rate_limited", f"at most {settings.LESSON_DEMOS_PER_MINUTE} new demonstrations a "
+                              f"minute; try again in {wait} s", retry_after=wait)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            limits_redis(settings.REDIS_URL).zrem(self.keys[0], self.member)
+        except RedisError:  # the entry expires on its own
+            logger.warning("could not free a demonstration slot")
+
+
+def demo_cache_evict() -> int:
+    """Bound the stored results: drop those unused for LESSON_DEMO_CACHE_DAYS, then the least recently used
+    beyond LESSON_DEMO_CACHE_ROWS. Returns how many went."""
+    gone = DemoResult.objects.filter(used_at__lt=timezone.now() - timedelta(days=settings.LESSON_DEMO_CACHE_DAYS))
+    dropped = gone.delete()[0]
+    extra = DemoResult.objects.count() - settings.LESSON_DEMO_CACHE_ROWS
+    if extra > 0:
+        oldest = list(DemoResult.objects.order_by("used_at", "pk").values_list("pk", flat=True)[:extra])
+        dropped += DemoResult.objects.filter(pk__in=oldest).delete()[0]
+    return dropped
 
 
 def workers_present(queue: str) -> bool | None:
@@ -113,8 +174,8 @@ def workers_present(queue: str) -> bool | None:
 
 
 def _require_a_worker() -> None:
-    """Refuse at once when no interactive worker has published its presence (instead of waiting DEMO_WAIT_S)."""
-    present = workers_present("interactive")
+    """Refuse at once when no demonstrations worker has published its presence (instead of waiting DEMO_WAIT_S)."""
+    present = workers_present(DEMO_QUEUE)
     if present is None:
         raise DemoRefused("unavailable", "the task queue does not answer; try again in a moment")
     if not present:
@@ -123,11 +184,17 @@ def _require_a_worker() -> None:
 
 def demo_compute(*, job: dict[str, Any]) -> dict[str, Any]:
     """In the worker: run one demonstration on a warm model; errors come back as a code and a message."""
+    from modelcore.checkpoint import CheckpointError
     from modelcore.lesson import DemoError, run_demo
     from webapp.lesson.warm import warm_model
 
     try:
         loaded = warm_model(job["model"]["path"], job["model"]["hash"])
+    except CheckpointError as error:  # its folder is gone or unreadable on this worker
+        logger.warning("demonstration model %s unavailable: %s", job["model"]["name"], error)
+        return {"error": {"code": "model_unavailable",
+                          "message": f"the model {job['model']['name']!r} cannot be loaded on the worker"}}
+    try:
         return {"result": run_demo(job["kind"], loaded, job["params"])}
     except DemoError as error:
         return {"error": {"code": error.code, "message": str(error)}}
@@ -207,7 +274,8 @@ def progress_visit(*, user: Any, page: str) -> None:
     """Note that this user opened this lesson page."""
     progress, created = PageProgress.objects.get_or_create(user=user, page=page)
     if not created:
-        progress.save(update_fields=["last_visit"])
+        progress.visited = True  # a row a reveal made (POST /lesson/exercises/<id>/reveal/) becomes a visit now
+        progress.save(update_fields=["last_visit", "visited"])
 
 
 def progress_revealed(*, user: Any, page: str) -> list[str]:
@@ -221,10 +289,11 @@ def progress_reveal(*, user: Any, exercise_id: str) -> str | None:
     if page is None:
         return None
     with transaction.atomic():
-        progress, _created = PageProgress.objects.select_for_update().get_or_create(user=user, page=page)
+        progress, _created = PageProgress.objects.select_for_update().get_or_create(
+            user=user, page=page, defaults={"visited": False})  # only opening the page is a visit
         if exercise_id not in progress.exercises:
             progress.exercises = [*progress.exercises, exercise_id]
-            progress.save(update_fields=["exercises", "last_visit"])
+            progress.save(update_fields=["exercises"])
     return page
 
 
@@ -236,7 +305,7 @@ def progress_table(*, students: QuerySet) -> list[dict[str, Any]]:
         by_user.setdefault(row.user_id, {})[row.page] = row
     for student in students:
         seen = by_user.get(student.pk, {})
-        cells = [{"page": page, "visited": page in seen, "answered": len(seen[page].exercises) if page in seen else 0,
+        cells = [{"page": page, "visited": page in seen and seen[page].visited, "answered": len(seen[page].exercises) if page in seen else 0,
                   "total": len(EXERCISES[page])} for page in PAGES]
         rows.append({"user": student, "cells": cells, "visited": sum(c["visited"] for c in cells),
                      "answered": sum(c["answered"] for c in cells)})

@@ -1,6 +1,7 @@
 """Celery tasks of the lesson: demonstrations (interactive queue) and tiny training comparisons (experiments)."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.conf import settings
@@ -12,8 +13,18 @@ from webapp.lesson.services import DEMO_TASK, TRAIN_TASK, demo_compute, training
 
 @app.task(name=DEMO_TASK)
 def demo_task(job: dict[str, Any]) -> dict[str, Any]:
-    """One demonstration on a warm model: {"result": ...} or {"error": {"code", "message"}}."""
+    """One demonstration on a warm model (queue `demonstrations`): {"result": ...} or {"error": {"code", "message"}}."""
+    _torch_threads_once()
     return demo_compute(job=job)
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_threads_once() -> None:
+    """Each demonstration single-threaded by default: the worker's pool threads run several side by side, and
+    OpenMP threads spinning beside them would take the cores decoding needs."""
+    import torch
+
+    torch.set_num_threads(settings.LESSON_DEMO_TORCH_THREADS)
 
 
 @app.task(name=TRAIN_TASK, base=TrainingTask)

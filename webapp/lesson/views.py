@@ -100,8 +100,12 @@ def demo(request: HttpRequest, kind: str) -> HttpResponse:
     try:
         answer = demo_run(user=request.user, kind=kind, model_name=request.POST.get("model"), raw=request.POST.dict())
     except DemoRefused as refused:
-        context = {"code": refused.code, "message": str(refused)}
-        return render(request, "lesson/partials/demo_error.html", context, status=200 if request.htmx else 422)
+        context = {"code": refused.code, "message": str(refused), "retry_after": refused.retry_after}
+        status = 200 if request.htmx else 429 if refused.code == "rate_limited" else 422
+        response = render(request, "lesson/partials/demo_error.html", context, status=status)
+        if refused.retry_after is not None:
+            response["Retry-After"] = str(refused.retry_after)
+        return response
     context = {"kind": kind, "result": answer.result, "cached": answer.cached,
                "figures": figures_for(kind, answer.result)}
     return render(request, f"lesson/partials/demo_{kind}.html", context)

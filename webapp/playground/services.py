@@ -1,7 +1,6 @@
 """Accepting, cancelling and stepping decode requests: checks, per-user limits, hand-off to the worker."""
 from __future__ import annotations
 
-import functools
 import json
 import time
 import uuid
@@ -13,6 +12,7 @@ from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
 from webapp.celery import app
+from webapp.core.limits import admit_script, limits_redis
 from webapp.core.presence import workers_by_queue
 from webapp.playground import keys
 from webapp.playground.attention import View, attention_frame_of_packed
@@ -22,39 +22,9 @@ from webapp.registry.services import models_visible_to
 
 DECODE_TASK = "webapp.playground.decode"  # webapp.playground.tasks.decode, on the interactive queue
 
-# Atomically: forget expired entries, refuse over either limit, else record the request.
-# Returns {0} (accepted), {1} (too many running) or {2, seconds until a slot frees} (rate).
-_ADMIT = """
-local now = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return {1} end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
-  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  return {2, tostring(tonumber(oldest[2]) + 60 - now)}
-end
-redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[5]) - now) + 1)
-redis.call('ZADD', KEYS[2], now, ARGV[4])
-redis.call('EXPIRE', KEYS[2], 61)
-return {0}
-"""
-
-
-@functools.lru_cache(maxsize=4)
-def _redis(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
-
-
-@functools.lru_cache(maxsize=4)
-def _admit_script(url: str) -> Any:
-    """The limits script, sent once and then called by its hash (EVALSHA)."""
-    return _redis(url).register_script(_ADMIT)
-
-
 def playground_redis() -> redis.Redis:
     """The shared client (thread-safe pool) for the playground's control keys."""
-    return _redis(settings.REDIS_URL)
+    return limits_redis(settings.REDIS_URL)
 
 
 def playground_limits() -> Limits:
@@ -98,7 +68,7 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
     """
     if not interactive_workers_up():
         return [NO_WORKER] * len(jobs)
-    admit = _admit_script(settings.REDIS_URL)
+    admit = admit_script(settings.REDIS_URL)
     pipe = playground_redis().pipeline(transaction=False)
     for job in jobs:
         now = job["submitted_at"]

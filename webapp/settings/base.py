@@ -121,6 +121,16 @@ REGISTRATION_OPEN = env_bool("REGISTRATION_OPEN", True)
 # Accounts one client address may make in an hour (a class behind one address registers at once).
 REGISTRATIONS_PER_HOUR = env_int("REGISTRATIONS_PER_HOUR", 40, minimum=1)
 
+# Live sessions (docs/deploy.md, "Live sessions"): idle ones end, a cap per instructor, wrong join codes throttled.
+CLASSROOM_IDLE_HOURS = env_int("CLASSROOM_IDLE_HOURS", 4, minimum=1)
+CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR = env_int("CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR", 5, minimum=1)
+CLASSROOM_JOIN_FAILURES_PER_USER = env_int("CLASSROOM_JOIN_FAILURES_PER_USER", 10, minimum=1)
+CLASSROOM_JOIN_FAILURES_PER_ADDRESS = env_int("CLASSROOM_JOIN_FAILURES_PER_ADDRESS", 60, minimum=1)
+CLASSROOM_JOIN_WINDOW_S = env_int("CLASSROOM_JOIN_WINDOW_S", 60, minimum=1)
+# A browser that signed in as a user carries a signed device cookie for that user (docs/deploy.md): its wrong
+# passwords count apart from the address's, so a shared address's lockout does not keep that user out.
+DEVICE_COOKIE_DAYS = env_int("DEVICE_COOKIE_DAYS", 180, minimum=1)
+
 # Lock an account/IP pair out after repeated failed logins (django-axes).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
@@ -185,6 +195,14 @@ PLAYGROUND_TORCH_THREADS = env_int("PLAYGROUND_TORCH_THREADS", 1, minimum=1)
 # A test hook of the relay: drop each request's token frame of this seq, as a lost message would
 # (gap repair tests). Never set here; settings/test.py arms it from the environment.
 PLAYGROUND_TEST_DROP_SEQ: int | None = None
+# The lesson's demonstrations, per user (only those not answered from the cache count): how many at once and how
+# many new ones a minute; their stored results, kept while used within LESSON_DEMO_CACHE_DAYS, at most
+# LESSON_DEMO_CACHE_ROWS (the least recently used go first); torch threads of a demonstrations worker's each run.
+LESSON_DEMO_MAX_CONCURRENT = env_int("LESSON_DEMO_MAX_CONCURRENT", 2, minimum=1)
+LESSON_DEMOS_PER_MINUTE = env_int("LESSON_DEMOS_PER_MINUTE", 30, minimum=1)
+LESSON_DEMO_CACHE_DAYS = env_int("LESSON_DEMO_CACHE_DAYS", 14, minimum=1)
+LESSON_DEMO_CACHE_ROWS = env_int("LESSON_DEMO_CACHE_ROWS", 5000, minimum=10)
+LESSON_DEMO_TORCH_THREADS = env_int("LESSON_DEMO_TORCH_THREADS", 1, minimum=1)
 
 # Experiments (docs/experiments.md): new runs a non-admin may start in 24 hours, and the torch
 # threads of each run (one: runs share the training worker's cores with each other).

@@ -30,13 +30,17 @@ def test_it_reports_503_until_each_queue_has_a_worker(isolated_redis, start_work
     client = Client()
     report = report_when(client, lambda r: r.json().get("redis", {}).get("ok"))
     assert report.status_code == 503
-    assert report.json()["workers"] == {"interactive": 0, "experiments": 0, "training": 0}
+    assert report.json()["workers"] == {"interactive": 0, "demonstrations": 0, "experiments": 0, "training": 0}
     assert report.json()["redis"]["ok"] and report.json()["database"]["ok"]
 
     start_worker("interactive", redis_url=isolated_redis)
     report = report_when(client, lambda r: r.json()["workers"]["interactive"] == 1)
     assert report.status_code == 503
-    assert report.json()["workers"] == {"interactive": 1, "experiments": 0, "training": 0}
+    assert report.json()["workers"] == {"interactive": 1, "demonstrations": 0, "experiments": 0, "training": 0}
+
+    start_worker("demonstrations", redis_url=isolated_redis)
+    report = report_when(client, lambda r: r.json()["workers"]["demonstrations"] == 1)
+    assert report.status_code == 503  # the lesson's demonstrations have a worker, students' runs none yet
 
     start_worker("experiments", redis_url=isolated_redis)
     report = report_when(client, lambda r: r.json()["workers"]["experiments"] == 1)
@@ -44,12 +48,12 @@ def test_it_reports_503_until_each_queue_has_a_worker(isolated_redis, start_work
     training = start_worker("training", redis_url=isolated_redis)
     report = report_when(client, lambda r: r.status_code == 200)
     assert report.status_code == 200, report.json()
-    assert report.json()["workers"] == {"interactive": 1, "experiments": 1, "training": 1}
+    assert report.json()["workers"] == {"interactive": 1, "demonstrations": 1, "experiments": 1, "training": 1}
     assert report.json()["status"] == "ok"
 
     training.stop()  # a worker that shuts down withdraws at once, without waiting for its key to expire
     report = report_when(client, lambda r: r.json()["workers"]["training"] == 0, timeout=10)
-    assert report.status_code == 503 and report.json()["workers"] == {"interactive": 1, "experiments": 1, "training": 0}
+    assert report.status_code == 503 and report.json()["workers"] == {"interactive": 1, "demonstrations": 1, "experiments": 1, "training": 0}
 
 
 def test_it_reports_503_when_redis_is_down_without_showing_the_exception(settings, tmp_path):
@@ -89,13 +93,13 @@ ANSWER_WITHIN_S = 2.0
 @pytest.mark.slow
 def test_concurrent_callers_all_get_an_answer_and_so_does_the_next_one(asgi_process, start_worker):
     """Proxies poll /healthz: 48 at once once hung the web process for good (a broadcast per call)."""
-    start_worker("interactive,experiments,training")
+    start_worker("interactive,demonstrations,experiments,training")
     url = asgi_process.url + "/healthz"
     for _ in range(3):  # later waves find the process as the first left it (hung calls stayed hung)
         with ThreadPoolExecutor(48) as pool:
             answers = list(pool.map(lambda _: _timed_get(url), range(48)))  # a hung call raises a timeout here
         assert {status for _, status, _ in answers} <= {200, 503}
-        assert all(set(report["workers"]) == {"interactive", "experiments", "training"} for _, _, report in answers)
+        assert all(set(report["workers"]) == {"interactive", "demonstrations", "experiments", "training"} for _, _, report in answers)
         slowest = max(seconds for seconds, _, _ in answers)
         assert slowest < ANSWER_WITHIN_S, f"a /healthz call under 48 concurrent callers took {slowest:.2f} s"
     deadline = time.monotonic() + 30

@@ -28,7 +28,7 @@ def post(client, kind: str, **data):
 
 
 def test_each_demonstration_draws_from_the_model_changes_with_input_and_is_cached(client_as, student, zh_en, start_worker):
-    start_worker("interactive")
+    start_worker("demonstrations")
     client = client_as(student)
     expected = {"encoder": {"positions", "norms", "attention", "heads", "row_scores", "row_weights", "ffn"},
                 "decoder": {"self_attention", "cross_attention", "cross_row", "padding"},
@@ -55,7 +55,7 @@ BAD = [({"sentence": ""}, "empty_source"), ({"sentence": "猫" * 80}, "source_to
 
 
 def test_bad_input_gets_a_clear_message_and_nothing_is_stored(client_as, student, zh_en, start_worker):
-    start_worker("interactive")
+    start_worker("demonstrations")
     client = client_as(student)
     for data, code in BAD:
         response = client.post("/lesson/demo/encoder/", {"model": "zh-en-post", **data}, HTTP_HX_REQUEST="true")
@@ -126,33 +126,36 @@ CONCURRENT = [(kind, sentence, i % 2) for i, (kind, sentence) in enumerate(
                      "他喜欢吃饭。", "我的狗追了一只猫。", "三个聪明的女孩喝五瓶水。") for k in ("encoder", "decoder", "residual", "norms"))]
 
 
-def test_many_demonstrations_at_once_on_one_threaded_worker_each_store_their_own_result(student, zh_en, start_worker):
-    """As a class presses Run together: one worker with four threads, 32 different requests at once. Each stored
-    result equals the same request answered alone, so no student is served another's data from the cache."""
+def test_many_demonstrations_at_once_on_one_threaded_worker_each_store_their_own_result(
+        django_user_model, zh_en, start_worker):
+    """As a class presses Run together: one worker with four threads, 16 students asking 32 different things at
+    once. Each stored result equals the same request answered alone, so no student is served another's data."""
     from concurrent.futures import ThreadPoolExecutor
 
     from django.db import connection
 
     from webapp.lesson.services import demo_run
 
-    start_worker("interactive", pool="threads", concurrency=4)
+    start_worker("demonstrations", pool="threads", concurrency=4)
+    students = [django_user_model.objects.create_user(f"pupil-{i}") for i in range(16)]
 
-    def run(request) -> dict:
+    def run(request, user) -> dict:
         kind, sentence, layer = request
-        return demo_run(user=student, kind=kind, model_name="zh-en-post",
+        return demo_run(user=user, kind=kind, model_name="zh-en-post",
                         raw={"sentence": sentence, "layer": layer}).result
 
-    def run_in_thread(request) -> dict:
+    def run_in_thread(numbered) -> dict:
+        i, request = numbered
         try:
-            return run(request)
+            return run(request, students[i % len(students)])  # two requests per student: within the limits
         finally:
             connection.close()  # the pool thread's own connection
 
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        together = list(pool.map(run_in_thread, CONCURRENT))
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        together = list(pool.map(run_in_thread, enumerate(CONCURRENT)))
     assert DemoResult.objects.count() == len(CONCURRENT)
     stored = {(r.kind, r.params["sentence"], r.params["layer"]): r.result for r in DemoResult.objects.all()}
     DemoResult.objects.all().delete()
-    for request, answer in zip(CONCURRENT, together, strict=True):
-        alone = run(request)  # computed again with nothing else running
+    for i, (request, answer) in enumerate(zip(CONCURRENT, together, strict=True)):
+        alone = run(request, students[i % len(students)])  # computed again with nothing else running
         assert answer == alone and stored[request] == alone, f"{request} differs from the same request run alone"

@@ -52,8 +52,10 @@ def session_by_code(code: str) -> LiveSession | None:
 
 
 def can_drive(user: Any, session: LiveSession) -> bool:
-    """The session's own instructor drives it, and admins may."""
-    return user.is_authenticated and (user.pk == session.instructor_id or has_role(user, Role.ADMIN))
+    """The session's own instructor drives it while they hold the instructor role (a demotion ends it), and admins may."""
+    if not user.is_authenticated:
+        return False
+    return has_role(user, Role.ADMIN) or (user.pk == session.instructor_id and has_role(user, Role.INSTRUCTOR))
 
 
 def is_participant(user: Any, session: LiveSession) -> bool:

@@ -1,5 +1,5 @@
-"""Signals that end a user's socket rights: sign-out (that session); deactivation, role changes and deletion (every
-session)."""
+"""Signals that end a user's socket rights: sign-out (that session); deactivation, role changes, a new password and
+deletion (every session)."""
 from __future__ import annotations
 
 import logging
@@ -15,7 +15,9 @@ from webapp.core.socket_guard import sockets_close
 log = logging.getLogger(__name__)
 
 User = get_user_model()
-_RIGHTS = ("is_active", "is_staff", "is_superuser")  # the fields a role or access rests on (groups: below)
+# The fields a role or access rests on (groups: below). A new password (changed, reset, or set by an admin) ends the
+# other sign-ins (Django's session hash), so every socket closes as at sign-out; the session that changed it reconnects.
+_RIGHTS = ("is_active", "is_staff", "is_superuser", "password")
 
 
 def _close(**target: Any) -> None:

@@ -111,7 +111,7 @@ def _signed_in(user) -> Client:
     return client
 
 
-@pytest.mark.parametrize("change", ["sign_out", "deactivate", "role", "delete"])
+@pytest.mark.parametrize("change", ["sign_out", "deactivate", "role", "delete", "password"])
 def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, change):
     from asgiref.sync import sync_to_async
     from django.contrib.auth import get_user_model
@@ -128,6 +128,10 @@ def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, c
             student.save()
         elif change == "delete":
             get_user_model().objects.get(pk=student.pk).delete()  # as the admin does
+        elif change == "password":  # as a password reset, `changepassword` and the admin's form do
+            user = get_user_model().objects.get(pk=student.pk)
+            user.set_password("a-new-password-for-tests")
+            user.save()
         else:
             student.groups.remove(Group.objects.get(name="students"))
             student.groups.add(Group.objects.get_or_create(name="instructors")[0])
@@ -141,6 +145,8 @@ def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, c
             return await _closed_with(notify), await _closed_with(decode)
 
     assert async_to_sync(scenario)() == (4401, 4401)
+    if change == "password":  # and that browser's sign-in ended with the old password: it may not open another
+        assert _handshake_status(asgi_process, "/ws/notify/", cookie, asgi_process.url) == 403
 
 
 def _handshake_status(web, path: str, cookie: str, origin: str) -> int:

@@ -70,13 +70,35 @@ export function describe(data, layout, alt = "") {
     .filter(Boolean).join(". ");
 }
 
+// Plotly draws a subset of HTML in every label it writes (<a href>, <span style>, <b>, <br>, <sub>…), so a string a
+// user typed (a student's answer, a token, a name) would be drawn as markup. plotText() writes & < > as entities,
+// which Plotly shows as the characters themselves: the text, never a link or a style.
+export function plotText(value) {
+  return typeof value === "string" ? value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;") : value;
+}
+
+// The keys whose strings Plotly draws as text: values and category labels, names, titles, tick and hover text,
+// annotations. Templates (hovertemplate, texttemplate) are the page's own words and keep their markup.
+const TEXT_KEYS = new Set(["x", "y", "text", "name", "title", "ticktext", "hovertext", "customdata", "labels", "header",
+                           "values"]);
+
+// A copy of a figure's data or layout with every string under TEXT_KEYS passed through plotText.
+export function plotTexts(value, drawn = false) {
+  if (typeof value === "string") return drawn ? plotText(value) : value;
+  if (Array.isArray(value)) return value.map((item) => plotTexts(item, drawn));
+  if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, plotTexts(item, drawn || TEXT_KEYS.has(key))]));
+  }
+  return value;
+}
+
 export function plot(element, data, layout = {}, { alt = "", config = {} } = {}) {
   const div = typeof element === "string" ? document.getElementById(element) : element;
-  const styled = { ...layout, template: STYLE.template };
+  const styled = { ...plotTexts(layout), template: STYLE.template };
   styleAxes(data, styled);
   div.setAttribute("role", "img");
-  div.setAttribute("aria-label", describe(data, styled, alt));
-  return Plotly.react(div, data, styled, { ...CONFIG, ...config });
+  div.setAttribute("aria-label", describe(data, layout, alt));
+  return Plotly.react(div, plotTexts(data), styled, { ...CONFIG, ...config });
 }
 
 // A colour for a concept the data names (an arm's label, a metric's key), or none to take the colourway's next.
@@ -114,7 +136,7 @@ export function liveLoss(element, layout) {
     }
     if (!arms.has(arm)) {
       arms.set(arm, arms.size);
-      Plotly.addTraces(element, { x: [], y: [], mode: "lines", name: chartLabel(arm), line: { color: colorOf(arm) } });
+      Plotly.addTraces(element, { x: [], y: [], mode: "lines", name: plotText(chartLabel(arm)), line: { color: colorOf(arm) } });
       element.setAttribute("aria-label", describe(element.data, layout));
     }
     Plotly.extendTraces(element, { x: [[step]], y: [[loss]] }, [arms.get(arm)]);

@@ -7,6 +7,8 @@ writes queue behind one another. The answers go to the database when the questio
 """
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -18,40 +20,43 @@ from webapp.playground.services import playground_redis
 TTL_S = 24 * 3600
 OPEN, REVEALED, CLOSED = "open", "revealed", "closed"
 
-# KEYS: status, answers (user -> choice), counts (choice -> n). ARGV: user id, choice, seconds to keep them.
+# KEYS: status, answers (user -> choice), counts (choice -> n), times (user -> when, Unix seconds).
+# ARGV: user id, choice, seconds to keep them, the time of the answer.
 # Returns {0, status} (not open), {1} (answered already) or {2} (counted).
 _ANSWER = """
 local status = redis.call('GET', KEYS[1])
 if status ~= 'open' then return {0, status or ''} end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return {1} end
 redis.call('HINCRBY', KEYS[3], ARGV[2], 1)
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 redis.call('EXPIRE', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[4], ARGV[3])
 return {2}
 """
 
 
 def _keys(question_id: int) -> list[str]:
     base = f"classroom:question:{question_id}"
-    return [f"{base}:status", f"{base}:answers", f"{base}:counts"]
+    return [f"{base}:status", f"{base}:answers", f"{base}:counts", f"{base}:times"]
 
 
 def ballot_open(question_id: int) -> None:
-    status, answers, counts = _keys(question_id)
+    status, answers, counts, times = _keys(question_id)
     pipe = playground_redis().pipeline(transaction=True)
     pipe.set(status, OPEN, ex=TTL_S)
-    pipe.delete(answers, counts)
+    pipe.delete(answers, counts, times)
     pipe.execute()
 
 
 def ballot_answer(question_id: int, user_id: int, choice: str) -> tuple[bool, str]:
     """(True, "") when counted; else (False, why): "already", or the question's status ("" when unknown)."""
-    return _verdict(playground_redis().eval(_ANSWER, 3, *_keys(question_id), str(user_id), choice, TTL_S))
+    return _verdict(playground_redis().eval(_ANSWER, 4, *_keys(question_id), str(user_id), choice, TTL_S, time.time()))
 
 
 async def ballot_answer_async(question_id: int, user_id: int, choice: str) -> tuple[bool, str]:
     """ballot_answer from the socket's event loop: no thread hop per answer when a class answers at once."""
-    return _verdict(await _script()(keys=_keys(question_id), args=[str(user_id), choice, TTL_S]))
+    return _verdict(await _script()(keys=_keys(question_id), args=[str(user_id), choice, TTL_S, time.time()]))
 
 
 def _verdict(verdict: list[Any]) -> tuple[bool, str]:
@@ -76,14 +81,22 @@ def _loop_script() -> Any:
 _script = per_loop(_loop_script)
 
 
-def ballot_close(question_id: int, status: str) -> dict[int, str]:
-    """Stop taking answers (revealed or closed); returns every answer taken, user id -> choice."""
-    key, answers, _ = _keys(question_id)
+def ballot_close(question_id: int, status: str) -> dict[int, tuple[str, datetime | None]]:
+    """Stop taking answers (revealed or closed); returns every answer taken, user id -> (choice, when it came)."""
+    key, answers, _, times = _keys(question_id)
     pipe = playground_redis().pipeline(transaction=True)
     pipe.set(key, status, ex=TTL_S)
     pipe.hgetall(answers)
-    _, taken = pipe.execute()
-    return {int(user): choice.decode() for user, choice in taken.items()}
+    pipe.hgetall(times)
+    _, taken, when = pipe.execute()
+    return {int(user): (choice.decode(), _moment(when.get(user))) for user, choice in taken.items()}
+
+
+def _moment(raw: bytes | None) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(float(raw), tz=UTC) if raw is not None else None
+    except ValueError:
+        return None
 
 
 def ballot_counts(question_id: int, options: list[str]) -> dict[str, int]:

@@ -90,7 +90,12 @@ class ClassroomSocket(JsonSocket):
         self.code = self.scope["url_route"]["kwargs"]["code"]
         user = self.scope["user"]
         self.user_id = user.pk
-        session = await _db(services.session_by_code)(self.code)
+        try:  # wrong codes are throttled per user and client address, as the join page's are
+            session = await _db(services.session_for_socket)(self.code, user.pk, self.scope)
+        except services.JoinThrottled as refusal:
+            await self.send_error(refusal.code, refusal.message)
+            await self.close(code=4429)
+            return
         if session is None or not session.live:
             await self.send_error("not_found", "no live session has this code (it may have ended)")
             await self.close(code=4404)

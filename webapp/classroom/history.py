@@ -49,15 +49,20 @@ def answers_csv(session: LiveSession) -> str:
                .select_related("question", "participant__user").order_by("question__created", "at"))
     for a in answers:
         q = a.question
-        writer.writerow([q.pk, q.kind, q.prompt, "" if q.seq is None else q.seq, a.participant.user.get_username(),
-                         _safe_cell(a.choice), "" if a.correct is None else int(a.correct), _safe_cell(q.answer),
-                         a.at.isoformat()])
+        writer.writerow([_safe_cell(cell) for cell in (
+            q.pk, q.kind, q.prompt, "" if q.seq is None else q.seq, a.participant.user.get_username(), a.choice,
+            "" if a.correct is None else int(a.correct), q.answer, a.at.isoformat())])
     return out.getvalue()
 
 
-def _safe_cell(value: str) -> str:
-    """A cell a spreadsheet will not run as a formula (students type their answers)."""
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _safe_cell(value: object) -> str:
+    """A cell a spreadsheet will not run as a formula (OWASP's CSV injection rule: a leading ' before any cell that
+    starts with = + - @ tab or carriage return); every cell, as students and instructors type names and prompts."""
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def run_frames(request_id: str) -> list[dict[str, Any]] | None:

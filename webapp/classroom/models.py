@@ -5,6 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 VIEWS = ("cross", "self", "encoder", "topk", "beams", "kv")  # what the console may show the students
@@ -27,6 +28,11 @@ class LiveSession(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     started = models.DateTimeField(null=True, blank=True)
     ended = models.DateTimeField(null=True, blank=True)
+    last_active = models.DateTimeField(default=timezone.now, db_index=True,
+                                       help_text="The last time it was driven or joined; idle too long, it ends.")
+    end_reason = models.CharField(max_length=16, blank=True, help_text="Why it ended: instructor or idle.")
+
+    ENDED_BY_INSTRUCTOR, ENDED_IDLE = "instructor", "idle"
 
     class Meta:
         ordering = ["-created"]
@@ -91,7 +97,7 @@ class Answer(models.Model):
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="answers")
     choice = models.CharField(max_length=200)
     correct = models.BooleanField(null=True)
-    at = models.DateTimeField(auto_now_add=True)
+    at = models.DateTimeField(default=timezone.now, help_text="When the student answered (not when the question closed).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "participant"], name="one_answer_each")]

@@ -163,13 +163,14 @@ def answer_submit(*, session_id: int, user_id: int, question_id: Any, choice: An
     return choice
 
 
-def answers_persist(question: Question, taken: dict[int, str]) -> None:
-    """Keep the answers a closed ballot took (each once: a second close adds nothing)."""
+def answers_persist(question: Question, taken: dict[int, tuple[str, Any]]) -> None:
+    """Keep the answers a closed ballot took, each with the time it came (each once: a second close adds nothing)."""
     seats = dict(Participant.objects.filter(session_id=question.session_id, user_id__in=list(taken))
                  .values_list("user_id", "pk"))
+    now = timezone.now()
     Answer.objects.bulk_create(
-        [Answer(question=question, participant_id=seats[user], choice=choice)
-         for user, choice in taken.items() if user in seats], ignore_conflicts=True)
+        [Answer(question=question, participant_id=seats[user], choice=choice, at=at or now)
+         for user, (choice, at) in taken.items() if user in seats], ignore_conflicts=True)
 
 
 def answer_counts(question: Question) -> dict[str, int]:

@@ -1,9 +1,13 @@
 """Sessions and seats: creating, joining, driving and ending a live session."""
 from __future__ import annotations
 
+import logging
+from datetime import timedelta
 from typing import Any
 
+import redis
 import segno
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -16,6 +20,9 @@ from webapp.playground.services import playground_models
 from webapp.registry.models import TrainedModel
 
 __all__ = ["ClassroomError"]
+
+log = logging.getLogger(__name__)
+TOUCH_EVERY_S = 60  # a session's last_active is written at most once a minute
 
 
 # -- sessions ------------------------------------------------------------------------------------
@@ -34,9 +41,14 @@ def model_allowed(user: Any, name: str) -> bool:
 
 
 def session_create(*, instructor: Any, title: str, model_name: str) -> LiveSession:
-    """A new live session with a fresh join code (ClassroomError when the model is not the instructor's to use)."""
+    """A new live session with a fresh join code (ClassroomError when the model is not the instructor's to use, or
+    `too_many_sessions` when the instructor already has CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR live ones)."""
     if not model_allowed(instructor, model_name):
         raise ClassroomError("unknown_model", f"no model named {model_name[:80]!r} is available to you")
+    sessions_end_idle(LiveSession.objects.filter(instructor=instructor))  # an idle one frees its slot
+    limit = settings.CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR
+    if LiveSession.objects.filter(instructor=instructor, ended__isnull=True).count() >= limit:
+        raise ClassroomError("too_many_sessions", f"you have {limit} live sessions, the most one may have: end one first")
     for _ in range(20):
         try:
             with transaction.atomic():
@@ -48,7 +60,103 @@ def session_create(*, instructor: Any, title: str, model_name: str) -> LiveSessi
 
 
 def session_by_code(code: str) -> LiveSession | None:
-    return LiveSession.objects.select_related("instructor").filter(code=normalize_code(code)).first()
+    """The session with this code; one idle past CLASSROOM_IDLE_HOURS is ended here, as it is read."""
+    session = LiveSession.objects.select_related("instructor").filter(code=normalize_code(code)).first()
+    if session is not None:
+        session_end_if_idle(session)
+    return session
+
+
+# -- inactivity: a session nobody drove or joined for CLASSROOM_IDLE_HOURS ends ---------------------------
+
+
+def idle_since() -> Any:
+    return timezone.now() - timedelta(hours=settings.CLASSROOM_IDLE_HOURS)
+
+
+def session_touch(session: LiveSession) -> None:
+    """Note activity (the console opened or drove it, a student joined); one write a minute at most."""
+    now = timezone.now()
+    if session.last_active is None or now - session.last_active >= timedelta(seconds=TOUCH_EVERY_S):
+        LiveSession.objects.filter(pk=session.pk, ended__isnull=True).update(last_active=now)
+        session.last_active = now
+
+
+def session_end_if_idle(session: LiveSession) -> bool:
+    """End a live session without activity for CLASSROOM_IDLE_HOURS (its screens are told); True when it ended."""
+    if not session.live or session.last_active >= idle_since():
+        return False
+    session_end(session=session, reason=LiveSession.ENDED_IDLE)
+    from webapp.classroom.relay import event_message, session_group
+    from webapp.core.feed import publish
+
+    publish([(session_group(session.code), event_message({"type": "ended"}))])
+    return True
+
+
+def sessions_end_idle(sessions: Any = None) -> int:
+    """End every idle live session (of a queryset, or all); `manage.py classroom_end_idle` runs it for all."""
+    query = sessions if sessions is not None else LiveSession.objects.all()
+    return sum(session_end_if_idle(s) for s in query.filter(ended__isnull=True, last_active__lt=idle_since()))
+
+
+# -- join codes tried: a throttle on wrong codes per user and per client address ----------------------------
+
+
+class JoinThrottled(ClassroomError):
+    def __init__(self) -> None:
+        super().__init__("too_many", "too many wrong join codes from you or your network: wait a minute")
+
+
+def _join_keys(user_id: Any, address: str) -> list[str]:
+    return [f"encdec:classroom:joins:user:{user_id}", f"encdec:classroom:joins:address:{address}"]
+
+
+def session_by_code_throttled(code: str, *, user_id: Any, address: str) -> LiveSession | None:
+    """session_by_code for a code someone typed or followed: each user and each client address may try
+    CLASSROOM_JOIN_FAILURES_PER_USER / _PER_ADDRESS wrong codes per CLASSROOM_JOIN_WINDOW_S; past that every
+    attempt is refused (JoinThrottled) until the window ends. A right code costs nothing: each attempt is
+    counted first (so attempts at once cannot all slip under the limit) and given back when the code is found."""
+    keys = _join_keys(user_id, address)
+    limits = [settings.CLASSROOM_JOIN_FAILURES_PER_USER, settings.CLASSROOM_JOIN_FAILURES_PER_ADDRESS]
+    try:
+        client = _throttle_redis()
+        pipe = client.pipeline(transaction=True)
+        for key in keys:
+            pipe.set(key, 0, ex=settings.CLASSROOM_JOIN_WINDOW_S, nx=True)
+            pipe.incr(key)
+        counts = pipe.execute()[1::2]
+    except redis.RedisError:  # the throttle is down, not joining
+        log.warning("join throttle unavailable", exc_info=True)
+        return session_by_code(code)
+    over = any(int(n) > limit for n, limit in zip(counts, limits, strict=True))
+    session = None if over else session_by_code(code)
+    if over or session is not None:  # a refused attempt or a right code: not a wrong guess
+        _give_back(client, keys)
+    if over:
+        raise JoinThrottled()
+    return session
+
+
+def _give_back(client: Any, keys: list[str]) -> None:
+    try:
+        pipe = client.pipeline(transaction=True)
+        for key in keys:
+            pipe.decr(key)
+        pipe.execute()
+    except redis.RedisError:
+        log.warning("join throttle unavailable", exc_info=True)
+
+
+def _throttle_redis() -> Any:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
+
+
+def session_for_socket(code: str, user_id: Any, scope: dict[str, Any]) -> LiveSession | None:
+    """The classroom socket's session by its code, throttled as the join page is (JoinThrottled)."""
+    from webapp.accounts.lockout import scope_ip
+
+    return session_by_code_throttled(code, user_id=user_id, address=scope_ip(scope))
 
 
 def can_drive(user: Any, session: LiveSession) -> bool:
@@ -66,16 +174,18 @@ def session_join(*, user: Any, session: LiveSession) -> Participant | None:
     """Seat a user in a live session (the instructor takes no seat); ClassroomError once it ended."""
     if not session.live:
         raise ClassroomError("ended", "this session has ended")
+    session_touch(session)
     if user.pk == session.instructor_id:
         return None
     participant, _ = Participant.objects.get_or_create(session=session, user=user)
     return participant
 
 
-def session_end(*, session: LiveSession) -> LiveSession:
+def session_end(*, session: LiveSession, reason: str = LiveSession.ENDED_BY_INSTRUCTOR) -> LiveSession:
     if session.ended is None:
         session.ended = timezone.now()
-        session.save(update_fields=["ended"])
+        session.end_reason = reason
+        session.save(update_fields=["ended", "end_reason"])
         Participant.objects.filter(session=session).update(present=False)
         questions_close(session=session)
     return session
@@ -83,6 +193,7 @@ def session_end(*, session: LiveSession) -> LiveSession:
 
 def sessions_for(user: Any) -> dict[str, list[LiveSession]]:
     """What /classroom/ lists: the sessions a user leads (live, past) and the ones they sat in."""
+    sessions_end_idle(LiveSession.objects.filter(instructor=user))
     led = list(LiveSession.objects.filter(instructor=user))
     joined = list(LiveSession.objects.filter(participants__user=user).select_related("instructor"))
     return {"live": [s for s in led if s.live], "past": [s for s in led if not s.live], "joined": joined}
@@ -97,6 +208,8 @@ def session_state_update(*, session: LiveSession, **changes: Any) -> dict[str, A
     if session.started is None and changes.get("request_id"):
         session.started = timezone.now()
         fields.append("started")
+    session.last_active = timezone.now()  # the instructor drove it
+    fields.append("last_active")
     session.save(update_fields=fields)
     return state
 

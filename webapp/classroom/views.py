@@ -7,12 +7,14 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
+from webapp.accounts.lockout import client_ip
 from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.accounts.roles import Role, has_role
 from webapp.classroom import history as transcripts
@@ -37,12 +39,21 @@ class NewSessionForm(forms.Form):
 class JoinForm(forms.Form):
     code = forms.CharField(label=gettext_lazy("Join code"), max_length=20)
 
+    def __init__(self, *args: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.request = request
+        self.throttled = False
+
     def clean_code(self) -> str:
         code = normalize_code(self.cleaned_data["code"])
         if not looks_like_code(code):
             raise forms.ValidationError(_("A join code has %(n)s letters and digits, as shown on the projector.")
                                         % {"n": LENGTH})
-        session = services.session_by_code(code)
+        try:
+            session = _by_code(self.request, code)
+        except services.JoinThrottled as refusal:
+            self.throttled = True
+            raise forms.ValidationError(TOO_MANY_CODES()) from refusal
         if session is None:
             raise forms.ValidationError(_("No session has this code. Check it on the projector."))
         if not session.live:
@@ -50,13 +61,53 @@ class JoinForm(forms.Form):
         return code
 
 
-def _session_or_404(code: str) -> LiveSession:
+def TOO_MANY_CODES() -> str:  # noqa: N802 (a message, read in the reader's language)
+    return _("Too many wrong join codes came from you or your network. Wait a minute, then try again.")
+
+
+def _by_code(request: HttpRequest | None, code: str) -> LiveSession | None:
+    """The session a typed or followed code names, throttled per user and client address (JoinThrottled)."""
+    if request is None:
+        return services.session_by_code(code)
+    return services.session_by_code_throttled(code, user_id=request.user.pk, address=client_ip(request))
+
+
+class Throttled(Exception):
+    pass
+
+
+def _session_or_404(request: HttpRequest, code: str) -> LiveSession:
     from django.http import Http404
 
-    session = services.session_by_code(code)
+    try:
+        session = _by_code(request, code)
+    except services.JoinThrottled as refusal:
+        raise Throttled from refusal
     if session is None:
         raise Http404(_("No session has this code."))
     return session
+
+
+def _throttled_page(request: HttpRequest, code: str) -> HttpResponse:
+    """The list, its join box holding the code and saying why it was not looked up."""
+    form = JoinForm({"code": code})
+    form.cleaned_data, form._errors = {}, ErrorDict()
+    form.add_error(None, TOO_MANY_CODES())
+    return _list_page(request, join_form=form, status=429)
+
+
+def by_code(view: Any) -> Any:
+    """A view addressed by a join code: past the throttle, the list page says so (429) instead of the page."""
+    from functools import wraps
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Throttled:
+            return _throttled_page(request, kwargs.get("code", ""))
+
+    return wrapped
 
 
 def _list_page(request: HttpRequest, *, join_form: JoinForm | None = None,
@@ -87,7 +138,14 @@ def create(request: HttpRequest) -> HttpResponse:
             session = services.session_create(instructor=request.user, title=form.cleaned_data["title"],
                                               model_name=form.cleaned_data["model"])
         except ClassroomError as error:
-            form.add_error("model", error.message)
+            if error.code == "too_many_sessions":
+                form.add_error(None, _("You have %(n)s live sessions, the most one instructor may have at once. "
+                                       "End one (its console's End button) before you start another; a session "
+                                       "left without activity for %(hours)s hours ends by itself.")
+                               % {"n": settings.CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR,
+                                  "hours": settings.CLASSROOM_IDLE_HOURS})
+            else:
+                form.add_error("model", error.message)
         else:
             return redirect("classroom:console", code=session.code)
     return _list_page(request, new_form=form, status=400)
@@ -96,19 +154,20 @@ def create(request: HttpRequest) -> HttpResponse:
 @signed_in
 def join(request: HttpRequest) -> HttpResponse:
     """The join box: a good code goes to the session, a bad one back to the list with why."""
-    form = JoinForm(request.GET or request.POST or None)
+    form = JoinForm(request.GET or request.POST or None, request=request)
     if form.is_valid():
         return redirect("classroom:follow", code=form.cleaned_data["code"])
-    return _list_page(request, join_form=form, status=400 if form.is_bound else 200)
+    return _list_page(request, join_form=form, status=429 if form.throttled else 400 if form.is_bound else 200)
 
 
 @signed_in
+@by_code
 def follow(request: HttpRequest, code: str) -> HttpResponse:
     """A participant's screen: the instructor's tokens, views and questions, live."""
-    session = _session_or_404(code)
+    session = _session_or_404(request, code)
     if not session.live:
         if services.can_drive(request.user, session) or services.is_participant(request.user, session):
-            messages.info(request, _("This session has ended: here is what happened in it."))
+            messages.info(request, _ended_note(session))
             return redirect("classroom:history", code=session.code)
         return render(request, "classroom/ended.html", {"session": session}, status=410)
     services.session_join(user=request.user, session=session)
@@ -117,11 +176,13 @@ def follow(request: HttpRequest, code: str) -> HttpResponse:
 
 
 @signed_in
+@by_code
 def console(request: HttpRequest, code: str) -> HttpResponse:
     """The instructor's console: model, input, strategy, Run/Step/Cancel, views, questions, presence."""
     session = _driven(request, code)
     if not session.live:
         return redirect("classroom:history", code=session.code)
+    services.session_touch(session)
     join_url = request.build_absolute_uri(f"/classroom/{session.code}/")
     models = services.session_models(request.user)
     chosen = next((m for m in models if m.name == session.model_name), None)
@@ -135,6 +196,7 @@ def console(request: HttpRequest, code: str) -> HttpResponse:
 
 @signed_in
 @require_POST
+@by_code
 def end(request: HttpRequest, code: str) -> HttpResponse:
     """End the session from the page (the console's socket does the same and tells everyone)."""
     session = _driven(request, code)
@@ -146,9 +208,16 @@ def end(request: HttpRequest, code: str) -> HttpResponse:
     return redirect("classroom:history", code=session.code)
 
 
+def _ended_note(session: LiveSession) -> str:
+    if session.end_reason == LiveSession.ENDED_IDLE:
+        return _("This session ended by itself after %(hours)s hours without activity: here is what happened in it.") % {
+            "hours": settings.CLASSROOM_IDLE_HOURS}
+    return _("This session has ended: here is what happened in it.")
+
+
 def _driven(request: HttpRequest, code: str) -> LiveSession:
     """The session, for its instructor and admins; 404 for a wrong code, 403 for anyone else."""
-    session = _session_or_404(code)
+    session = _session_or_404(request, code)
     if not services.can_drive(request.user, session):
         raise PermissionDenied(_("Only this session's instructor drives it."))
     return session
@@ -160,16 +229,19 @@ def _may_read(request: HttpRequest, session: LiveSession) -> None:
 
 
 @signed_in
+@by_code
 def history(request: HttpRequest, code: str) -> HttpResponse:
     """Replay a session: each run's tokens, each question with its answer counts and the model's answer."""
-    session = _session_or_404(code)
+    session = _session_or_404(request, code)
     _may_read(request, session)
-    context = {"session": session, "drives": services.can_drive(request.user, session),
-               "strings": _strings(), **transcripts.session_history(session)}
+    context = {"session": session, "drives": services.can_drive(request.user, session), "strings": _strings(),
+               "ended_idle": session.end_reason == LiveSession.ENDED_IDLE, "idle_hours": settings.CLASSROOM_IDLE_HOURS,
+               **transcripts.session_history(session)}
     return render(request, "classroom/history.html", context)
 
 
 @signed_in
+@by_code
 def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
     session = _driven(request, code)
     response = HttpResponse(transcripts.answers_csv(session), content_type="text/csv; charset=utf-8")

@@ -26,3 +26,15 @@ def make_student(django_user_model):
         return user
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def fresh_join_counts(redis_server):
+    """No wrong join codes counted from an earlier test (user ids and addresses repeat between tests)."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    stale = list(client.scan_iter("encdec:classroom:joins:*"))
+    if stale:
+        client.delete(*stale)

@@ -1,6 +1,8 @@
 """Sign in, sign out, register."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.views import LoginView, LogoutView
@@ -9,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
 from webapp.accounts.forms import StudentRegistrationForm
-from webapp.accounts.lockout import registration_allowed, registration_take
+from webapp.accounts.lockout import device_cookie_set, registration_allowed, registration_take
 from webapp.accounts.services import user_register_student
 
 
@@ -21,6 +23,11 @@ class SignInView(LoginView):
         context = super().get_context_data(**kwargs)
         context["registration_open"] = settings.REGISTRATION_OPEN
         return context
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        device_cookie_set(self.request, response, form.get_user().get_username())  # lockout.py: device cookies
+        return response
 
 
 class SignOutView(LogoutView):

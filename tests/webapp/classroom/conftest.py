@@ -16,6 +16,16 @@ def session(tiny, instructor):  # noqa: F811  (the fixture imported above)
 
 
 @pytest.fixture
+def tiny_published(tmp_path):
+    """The tiny model, published in the registry (no worker)."""
+    from tests.fixtures.models import make_model_folder
+    from webapp.registry.services import model_register_folder
+
+    return model_register_folder(folder=make_model_folder(tmp_path / "tiny"), name="tiny", task="reverse",
+                                 published=True)
+
+
+@pytest.fixture
 def make_student(django_user_model):
     """make_student("name") -> a new user in the students group."""
     from django.contrib.auth.models import Group

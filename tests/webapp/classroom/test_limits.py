@@ -9,13 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.webapp.classroom.test_views import tiny_published  # noqa: F401  (fixture)
-
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def session(instructor, tiny_published):  # noqa: F811
+def session(instructor, tiny_published):
     from webapp.classroom.services import session_create
 
     return session_create(instructor=instructor, title="Live", model_name=tiny_published.name)
@@ -44,7 +42,7 @@ def test_a_session_without_activity_ends_and_tells_its_students_why(client_as, s
 
 
 def test_an_instructor_has_at_most_the_cap_of_live_sessions_and_an_idle_one_frees_its_slot(
-        client_as, instructor, tiny_published, settings):  # noqa: F811
+        client_as, instructor, tiny_published, settings):
     from webapp.classroom.models import LiveSession
 
     settings.CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR = 3
@@ -142,3 +140,19 @@ async def test_wrong_codes_on_the_classroom_socket_are_throttled_as_the_join_pag
     assert (await until(right, "error"))["code"] == "too_many"
     closed = await right.receive_output(timeout=5)
     assert closed["type"] == "websocket.close" and closed["code"] == 4429
+
+
+def test_the_sweep_command_ends_every_idle_session_and_leaves_the_active_ones(session, instructor, tiny_published,
+                                                                              settings):
+    from django.core.management import call_command
+
+    from webapp.classroom.models import LiveSession
+    from webapp.classroom.services import session_create
+
+    busy = session_create(instructor=instructor, title="Busy", model_name=tiny_published.name)
+    _idle(session, settings.CLASSROOM_IDLE_HOURS + 1)
+    out = io.StringIO()
+    call_command("classroom_end_idle", stdout=out)
+    assert out.getvalue().startswith("1 live session(s)")
+    assert LiveSession.objects.get(pk=session.pk).end_reason == "idle"
+    assert LiveSession.objects.get(pk=busy.pk).ended is None

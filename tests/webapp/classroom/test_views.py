@@ -20,15 +20,6 @@ def session(instructor, tiny_published):
 
 
 @pytest.fixture
-def tiny_published(tmp_path):
-    from tests.fixtures.models import make_model_folder
-    from webapp.registry.services import model_register_folder
-
-    return model_register_folder(folder=make_model_folder(tmp_path / "tiny"), name="tiny", task="reverse",
-                                 published=True)
-
-
-@pytest.fixture
 def other_instructor(django_user_model):
     from django.contrib.auth.models import Group
 

@@ -6,15 +6,24 @@ by hundreds of MB. Here a socket's queue holds at most QUEUE_FRAMES frames or QU
 characters: past that, the server stops reading that socket until its consumer catches up
 (TCP then slows the client down; nobody else waits). A frame over the size limit is answered
 with a close frame, code 1009, instead of a dropped connection.
+
+The other way round, a client that does not read its socket left every frame the app sent it in
+the web process (Twisted's send buffer): a stalled tab asking for 570 kB `state` frames grew the
+process by 130 MB in 4 s. Here a socket with more than SOCKET_SEND_BUFFER_BYTES unsent is sent a
+close frame, code 4408, and dropped CLOSE_WAIT_S later if it has not read up to it (its buffer goes with it).
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 from functools import partial
 from typing import Any
 
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
+from daphne.ws_protocol import WebSocketProtocol
+
+log = logging.getLogger(__name__)
 
 QUEUE_FRAMES = 16  # frames one socket may have waiting for its consumer
 QUEUE_CHARS = 1_048_576  # and their characters: one full-size frame
@@ -71,6 +80,42 @@ class BoundedServer(Server):
             return None
         self.connections[protocol]["application_instance"] = asyncio.ensure_future(instance)
         return queue
+
+
+    async def handle_reply(self, protocol: Any, message: dict[str, Any]) -> None:
+        """As daphne's own, except that a WebSocket whose client has left too much unread is closed instead."""
+        if message.get("type") == "websocket.send" and isinstance(protocol, WebSocketProtocol):
+            if protocol.state != WebSocketProtocol.STATE_OPEN:
+                return  # closing (or closed): what is left for it goes nowhere
+            if unsent_bytes(protocol.transport) > _send_bound():
+                log.warning("closing a WebSocket whose client does not read (%s bytes unsent)",
+                            unsent_bytes(protocol.transport))
+                from webapp.core.socket_guard import NOT_READING_CLOSE
+
+                # A slow reader gets CLOSE_WAIT_S to read up to the close frame and see why; then autobahn drops it.
+                protocol.closeHandshakeTimeout = CLOSE_WAIT_S
+                protocol.sendClose(code=NOT_READING_CLOSE)
+                return
+        await super().handle_reply(protocol, message)
+
+
+
+
+CLOSE_WAIT_S = 5  # how long a socket closed for not reading keeps its buffer for the client to reach the close frame
+
+
+def unsent_bytes(transport: Any) -> int:
+    """What a Twisted TCP transport holds that the kernel has not taken yet (its write buffers)."""
+    if transport is None:
+        return 0
+    buffered = len(getattr(transport, "dataBuffer", b"")) - getattr(transport, "offset", 0)
+    return buffered + getattr(transport, "_tempDataLen", 0)
+
+
+def _send_bound() -> int:
+    from django.conf import settings
+
+    return settings.SOCKET_SEND_BUFFER_BYTES
 
 
 class BoundedCommandLine(CommandLineInterface):

@@ -7,7 +7,6 @@ Decode frames reach every socket through the process's SessionRelay (webapp/clas
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -19,7 +18,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from webapp.classroom import history, questions, services
+from webapp.classroom import questions, services
 from webapp.classroom import socket_state as stored
 from webapp.classroom.ballot import ballot_answer_async
 from webapp.classroom.errors import ClassroomError
@@ -39,7 +38,6 @@ from webapp.playground.services import (
     decode_cancel,
     decode_step,
     ended_attention,
-    ended_state,
     new_job,
     request_resync,
 )
@@ -135,13 +133,12 @@ class ClassroomSocket(JsonSocket):
             relay.waiting.append(self)
             await _redis(request_resync)(request_id)
             return
-        frames = await _db(history.run_frames)(request_id)
-        if frames is None:
-            text = await _redis(ended_state)(request_id)
-            frames = json.loads(text)["frames"] if text else []
-        await self.send_json({"type": "state", "request_id": request_id, "frames": frames})
+        await self.send(text_data=await stored.ended_state_text(request_id))
 
     async def on_resync(self, frame: dict[str, Any]) -> None:
+        await self.paced_resync(self._resync_now)  # a full state frame at most once an interval (JsonSocket)
+
+    async def _resync_now(self) -> None:
         session = await self._session()
         if session is not None:
             await self._send_state(session)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import OrderedDict
 from typing import Any
 
 import orjson
@@ -90,6 +91,30 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay)
     else:
         snapshot["score"] = questions.score_of(session, user)
     return snapshot
+
+
+_ended_states: OrderedDict[str, str] = OrderedDict()  # request id -> its `state` frame, for the last few ended runs
+ENDED_STATES_KEPT = 4
+
+
+async def ended_state_text(request_id: str) -> str:
+    """The `state` frame of a run that ended, as text: its kept transcript (read once per process, as it changes no
+    more), else the worker's copy in Redis, else no frames. A class resyncing reads it from memory, not 570 kB of JSON
+    from the database each time."""
+    text = _ended_states.get(request_id)
+    if text is not None:
+        _ended_states.move_to_end(request_id)
+        return text
+    frames = await database_sync_to_async(history.run_frames, thread_sensitive=False)(request_id)
+    if frames is None:
+        kept = await sync_to_async(ended_state, thread_sensitive=False)(request_id)
+        return orjson.dumps({"type": "state", "request_id": request_id,
+                             "frames": orjson.loads(kept)["frames"] if kept else []}).decode()
+    text = orjson.dumps({"type": "state", "request_id": request_id, "frames": frames}).decode()
+    _ended_states[request_id] = text
+    while len(_ended_states) > ENDED_STATES_KEPT:
+        _ended_states.popitem(last=False)
+    return text
 
 
 async def run_record(relay: SessionRelay, request_id: str) -> None:

@@ -18,6 +18,8 @@ CHARS_PER_S = 64_000.0  # one full-size frame a second, sustained
 CHAR_BURST = 256_000
 POLICY_CLOSE = 4008  # RFC 6455's 1008 (policy violation) in the range a server application may send
 REVOKED_CLOSE = 4401  # the user's rights ended: signed out, deactivated or role changed; reconnect to re-check
+NOT_READING_CLOSE = 4408  # the client left more than SOCKET_SEND_BUFFER_BYTES unread (webapp/server.py)
+TOO_MANY_CLOSE = 4409  # the user holds SOCKETS_PER_USER sockets in this web process already
 
 
 class FrameBudget:

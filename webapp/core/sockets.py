@@ -5,6 +5,8 @@ import asyncio
 import functools
 import json
 import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 import redis
@@ -12,11 +14,13 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
+from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
 from webapp.core.socket_guard import (
     POLICY_CLOSE,
     REVOKED_CLOSE,
+    TOO_MANY_CLOSE,
     FrameBudget,
     account_group,
     encodable,
@@ -28,6 +32,8 @@ log = logging.getLogger(__name__)
 MAX_FRAME_CHARS = 64_000
 REDIS_WAIT_S = 3.0  # a socket opened while Redis restarts waits this long (daphne drops a handshake after 5 s)
 TRY_AGAIN_CLOSE = 4013  # "try again later" (1013 in RFC 6455, which a server may not send): the script reconnects
+
+_open_by_user: Counter[int] = Counter()  # this process's open sockets per user (settings.SOCKETS_PER_USER)
 
 
 class JsonSocket(AsyncWebsocketConsumer):
@@ -62,6 +68,9 @@ class JsonSocket(AsyncWebsocketConsumer):
             await await_many_dispatch([receive, self.channel_receive], self.dispatch)
         except StopConsumer:
             pass
+        finally:
+            self._stop_resync()
+            self._count_out()
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         """Channels' own; leaving groups while Redis is away must not raise (their subscriptions died with it)."""
@@ -97,6 +106,11 @@ class JsonSocket(AsyncWebsocketConsumer):
             return
         self.budget = FrameBudget()
         await self.accept()
+        if not self._count_in(user.pk):
+            await self.send_error("too_many_sockets", f"you have {settings.SOCKETS_PER_USER} connections open already; "
+                                  "close a tab and this one connects again")
+            await self.close(code=TOO_MANY_CLOSE)
+            return
         try:
             await self._watch_rights(user)
             await self.on_connect()
@@ -114,6 +128,56 @@ class JsonSocket(AsyncWebsocketConsumer):
         for group in groups:
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups.append(group)  # Channels leaves self.groups when the socket disconnects
+
+    def _count_in(self, user_id: int) -> bool:
+        """Count this socket for its user, unless the user holds SOCKETS_PER_USER already (then False)."""
+        if _open_by_user[user_id] >= settings.SOCKETS_PER_USER:
+            return False
+        _open_by_user[user_id] += 1
+        self._counted_for = user_id
+        return True
+
+    def _count_out(self) -> None:
+        user_id = getattr(self, "_counted_for", None)
+        if user_id is not None:
+            self._counted_for = None
+            _open_by_user[user_id] -= 1
+            if _open_by_user[user_id] <= 0:
+                del _open_by_user[user_id]
+
+    async def paced_resync(self, answer: Callable[[], Awaitable[None]]) -> None:
+        """Answer a `resync` now, or, within SOCKET_RESYNC_EVERY_MS of the last answer, once when that interval ends.
+
+        However many arrive meanwhile, one answer goes (to the last one asked): a client asking in a
+        loop gets a full state frame at most once an interval, not one per frame it sends.
+        """
+        loop = asyncio.get_running_loop()
+        self._resync_answer = answer
+        if getattr(self, "_resync_task", None) is not None:
+            return  # an answer is already waiting for the interval's end: it answers this one too
+        wait = getattr(self, "_resync_at", 0.0) - loop.time()
+        if wait <= 0:
+            self._resync_at = loop.time() + settings.SOCKET_RESYNC_EVERY_MS / 1000
+            await answer()
+            return
+        self._resync_task = loop.create_task(self._resync_later(wait))
+
+    async def _resync_later(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        self._resync_task = None
+        if getattr(self, "closing", False):
+            return
+        self._resync_at = asyncio.get_running_loop().time() + settings.SOCKET_RESYNC_EVERY_MS / 1000
+        try:
+            await self._resync_answer()
+        except Exception:
+            log.exception("a paced resync failed")
+
+    def _stop_resync(self) -> None:
+        task = getattr(self, "_resync_task", None)
+        if task is not None:
+            task.cancel()
+            self._resync_task = None
 
     async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
         """Close, and drop whatever the client sent meanwhile (frames already on their way when it closed)."""

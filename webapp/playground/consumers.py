@@ -114,6 +114,9 @@ class DecodeConsumer(JsonSocket):
         except ProtocolError as error:
             await self.send_error(error.code, error.message)
             return
+        await self.paced_resync(functools.partial(self._resync_now, wanted))  # at most once an interval (JsonSocket)
+
+    async def _resync_now(self, wanted: str | None) -> None:
         if wanted in self.running:  # the worker answers between two steps, after every frame it sent before
             await sync_to_async(request_resync, thread_sensitive=False)(wanted)
             return

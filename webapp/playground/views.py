@@ -80,6 +80,7 @@ def _error_reasons() -> dict[str, str]:
         "worker_lost": _("the worker decoding this stopped answering; run it again"),
         "no_worker": _("no worker is decoding right now; try again in a minute"),
         "internal": _("something went wrong on the worker"),
+        "too_many_sockets": _("too many connections of yours are open: close another tab of this site"),
     }
 
 

@@ -177,6 +177,12 @@ TRAINING_LEASE_SECONDS = env_int("TRAINING_LEASE_SECONDS", 60, minimum=2)
 TRAINING_WORKER_MEMORY_GIB = env_int("TRAINING_WORKER_MEMORY_GIB", 8, minimum=1)
 TRAINING_UPLOAD_MAX_BYTES = env_int("TRAINING_UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
 
+# Every WebSocket (docs/protocol.md, docs/deploy.md): what one socket may have unsent to a client that does not read
+# before it is closed (4408), the sockets one user may hold open in one web process (the next is closed with 4409),
+# and how often a socket's `resync` is answered (one asked sooner is answered when the interval ends, once).
+SOCKET_SEND_BUFFER_BYTES = env_int("SOCKET_SEND_BUFFER_BYTES", 4 * 1024 * 1024, minimum=65_536)
+SOCKETS_PER_USER = env_int("SOCKETS_PER_USER", 8, minimum=1)
+SOCKET_RESYNC_EVERY_MS = env_int("SOCKET_RESYNC_EVERY_MS", 2000, minimum=0)
 # The decoding playground (docs/protocol.md): per-user limits, per-request caps, models kept warm per worker.
 PLAYGROUND_MAX_CONCURRENT = env_int("PLAYGROUND_MAX_CONCURRENT", 2, minimum=1)
 PLAYGROUND_REQUESTS_PER_MINUTE = env_int("PLAYGROUND_REQUESTS_PER_MINUTE", 30, minimum=1)

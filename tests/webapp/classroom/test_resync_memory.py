@@ -1,0 +1,206 @@
+"""One student cannot grow the web process with resync: what a socket may leave unread is bounded (4408), resync is
+answered at most once an interval, and the sockets one user may open are capped (4409). Against a real daphne with
+real WebSocket clients, and in process for the pacing."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from tests.fixtures.classroom import seat, until
+from tests.fixtures.playground import receive
+from tests.fixtures.services import WebProcess, start_web, stop_web
+from tests.fixtures.stack import cookie_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
+
+STEPS = 128
+BEAMS = 8
+ABUSIVE_SOCKETS = 10
+RESYNC_EVERY_S = 0.11  # inside the 10 frames/s budget
+ABUSE_S = 4.0
+
+
+@pytest.fixture
+def ended_run(session) -> str:
+    """The session's last run: a beam-8, 128-step decode that ended, its transcript kept (a ~570 kB state frame)."""
+    from webapp.classroom import history
+    from webapp.classroom.services import session_state_update
+
+    request_id = "r" * 16
+    history.run_started(session=session, request_id=request_id, source="3 h 9 5 g", params={"strategy": "beam"})
+    frames: list[dict[str, Any]] = [{"type": "start", "request_id": request_id, "seq": None}]
+    for seq in range(STEPS):
+        beams = [{"tokens": [f"t{i}" for i in range(seq % 24)], "score": -0.123456789 * seq, "alternatives":
+                  [{"token": f"a{k}", "p": 0.0123456789} for k in range(11)]} for _ in range(BEAMS)]
+        frames.append({"type": "beams", "request_id": request_id, "seq": seq, "beams": beams})
+    frames.append({"type": "done", "request_id": request_id, "reason": "max_len"})
+    history.run_finished(request_id=request_id, frames=frames)
+    session_state_update(session=session, request_id=request_id, running=False)
+    return request_id
+
+
+@pytest.fixture
+def web_with(transactional_db, tmp_path) -> Iterator[Any]:
+    """web_with(**env) -> a daphne process with these settings from the environment, stopped after the test."""
+    started: list[WebProcess] = []
+
+    def start(**env: str) -> WebProcess:
+        started.append(start_web(tmp_path / f"daphne-{len(started)}.log", **env))
+        return started[-1]
+
+    yield start
+    for web in started:
+        stop_web(web)
+
+
+def _socket(web, path: str, cookie: str, **options: Any):
+    return connect(web.url.replace("http://", "ws://") + path, origin=web.url, additional_headers={"Cookie": cookie},
+                   open_timeout=10, close_timeout=2, max_size=None, **options)
+
+
+class PeakRss:
+    """The process's resident memory, sampled every 50 ms in a thread while the block runs."""
+
+    def __init__(self, web: WebProcess) -> None:
+        self.web, self.peak, self.done = web, web.rss_mb(), threading.Event()
+
+    def __enter__(self) -> PeakRss:
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.05):
+            self.peak = max(self.peak, self.web.rss_mb())
+
+    def __exit__(self, *exc: Any) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+async def _abuse(web, code: str, cookie: str) -> list[int | None]:
+    """ABUSIVE_SOCKETS sockets that never read, each sending resync every RESYNC_EVERY_S for ABUSE_S; their closes."""
+    # max_queue=1: the client stops reading its TCP socket once a frame waits unread (as a stalled tab does)
+    opened = [await _socket(web, f"/ws/classroom/{code}/", cookie, max_queue=1).__aenter__()
+              for _ in range(ABUSIVE_SOCKETS)]
+    deadline = time.monotonic() + ABUSE_S
+    while time.monotonic() < deadline:
+        for ws in opened:
+            try:
+                await ws.send(json.dumps({"type": "resync"}))
+            except ConnectionClosed:
+                pass
+        await asyncio.sleep(RESYNC_EVERY_S)
+    codes = []
+    for ws in opened:
+        try:
+            while True:
+                await asyncio.wait_for(ws.recv(), timeout=1)
+        except (ConnectionClosed, TimeoutError):
+            codes.append(ws.close_code)
+        await ws.close()
+    return codes
+
+
+async def _state_once(web, code: str, cookie: str) -> None:
+    """A reading socket that gets the state frame once: the process has served a classroom socket before measuring."""
+    async with _socket(web, f"/ws/classroom/{code}/", cookie) as ws:
+        while json.loads(await asyncio.wait_for(ws.recv(), 20))["type"] != "state":
+            pass
+
+
+def test_sockets_that_never_read_resync_cannot_grow_the_web_process(web_with, session, student, ended_run):
+    web = web_with()
+    cookie = cookie_for(student)
+    async_to_sync(_state_once)(web, session.code, cookie)
+    time.sleep(0.5)
+    before = web.rss_mb()
+    with PeakRss(web) as rss:
+        codes = async_to_sync(_abuse)(web, session.code, cookie)
+        time.sleep(2)
+    after = web.rss_mb()
+    print(f"RSS before {before:.0f} MB, peak {rss.peak:.0f} MB, after {after:.0f} MB; close codes {codes}")
+    assert codes.count(4409) == ABUSIVE_SOCKETS - 8  # SOCKETS_PER_USER: the 9th and 10th are refused in words
+    assert rss.peak - before < 30  # before: +130 MB in 4 s, kept
+    assert after - before < 15
+
+
+def test_a_socket_whose_client_does_not_read_is_closed_with_4408(web_with, session, student, ended_run):
+    web = web_with(SOCKET_SEND_BUFFER_BYTES="65536", SOCKET_RESYNC_EVERY_MS="0")  # every resync answered
+
+    cookie = cookie_for(student)
+
+    async def scenario() -> tuple[list[str], int | None]:
+        async with _socket(web, f"/ws/classroom/{session.code}/", cookie, max_queue=1) as ws:
+            for _ in range(20):  # 20 state frames of 570 kB: far past the bound, while it reads nothing
+                await ws.send(json.dumps({"type": "resync"}))
+                await asyncio.sleep(0.11)
+            kinds = []
+            try:
+                while True:  # then it reads: what it was sent, up to the close frame
+                    kinds.append(json.loads(await asyncio.wait_for(ws.recv(), 10))["type"])
+            except ConnectionClosed:
+                return kinds, ws.close_code
+
+    kinds, code = async_to_sync(scenario)()
+    assert code == 4408, kinds
+    assert "state" in kinds and kinds.count("state") < 20  # it got some, then the server stopped sending and closed
+
+
+def test_one_user_may_hold_eight_sockets_and_the_ninth_is_told_why(web_with, student):
+    web = web_with()
+    cookie = cookie_for(student)
+
+    async def scenario() -> tuple[dict, int | None, str]:
+        opened = []
+        for _ in range(8):
+            opened.append(await _socket(web, "/ws/notify/", cookie).__aenter__())
+            await opened[-1].recv()  # hello
+        async with _socket(web, "/ws/notify/", cookie) as ninth:
+            refusal = json.loads(await ninth.recv())
+            try:
+                await asyncio.wait_for(ninth.recv(), 5)
+            except ConnectionClosed:
+                pass
+            code = ninth.close_code
+        await opened.pop().close()
+        await asyncio.sleep(0.3)
+        async with _socket(web, "/ws/notify/", cookie) as again:  # a tab closed: a socket may open again
+            hello = json.loads(await again.recv())["type"]
+        for ws in opened:
+            await ws.close()
+        return refusal, code, hello
+
+    refusal, code, hello = async_to_sync(scenario)()
+    assert (refusal["type"], refusal["code"], code) == ("error", "too_many_sockets", 4409)
+    assert hello == "hello"
+
+
+async def test_resync_in_a_loop_gets_one_state_an_interval(session, student, ended_run, settings):
+    settings.SOCKET_RESYNC_EVERY_MS = 1000
+    ws, _ = await seat(session, student)
+    assert (await until(ws, "state"))["request_id"] == ended_run  # a joiner's state
+    started = time.monotonic()
+    for _ in range(10):  # within the frame budget, all within the first interval
+        await ws.send_json_to({"type": "resync"})
+        await asyncio.sleep(0.05)
+    states = []
+    try:  # every frame for 2.5 s (a receive that times out ends the app: it comes last)
+        while (left := 2.5 - (time.monotonic() - started)) > 0:
+            frame = await receive(ws, timeout=left)
+            if frame["type"] == "state":
+                states.append(time.monotonic() - started)
+    except TimeoutError:
+        pass
+    print("state frames at", [round(at, 2) for at in states])
+    assert len(states) == 2  # the first resync answered at once, the other nine once, at the interval's end
+    assert states[1] >= 0.9

@@ -359,7 +359,9 @@ def main() -> int:
     redis = EmbeddedRedis(data_dir / "run")
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="webapp.settings.dev", DEBUG="0", SECRET_KEY="bench-only",
                ALLOWED_HOSTS="127.0.0.1,localhost", DATA_DIR=str(data_dir), REDIS_URL=redis.start(),
-               PLAYGROUND_MAX_CONCURRENT="1000", PLAYGROUND_REQUESTS_PER_MINUTE="100000", PYTHONUNBUFFERED="1")
+               PLAYGROUND_MAX_CONCURRENT="1000", PLAYGROUND_REQUESTS_PER_MINUTE="100000",
+               SOCKETS_PER_USER="1000",  # its clients are one user: a class's worth of sockets, not one student's
+               PYTHONUNBUFFERED="1")
     os.environ.update(env)
     port = free_port()
     procs = []

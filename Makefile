@@ -6,6 +6,10 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMPS := var/stamps
 MANAGE := $(PY) manage.py
+# xdist workers for `make test`: the suite mostly waits on process start-ups and sockets, so two cores run two
+# test files at a time (each worker has its own Redis and database; see docs/development.md). 0 runs it in one process.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 .PHONY: setup run test test-fast lint bench models clean help
 
@@ -59,10 +63,10 @@ run: setup
 test: setup $(STAMPS)/test-deps
 	@scripts/ensure_system_packages.sh chromium
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) --durations=25
 
 test-fast: setup $(STAMPS)/test-deps
-	$(VENV)/bin/pytest -m "not slow and not e2e"
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m "not slow and not e2e"
 
 lint: $(STAMPS)/test-deps
 	$(VENV)/bin/ruff check .

@@ -9,3 +9,14 @@ pytest_plugins = [
     "tests.fixtures.demo",
     "tests.fixtures.worker",
 ]
+
+
+def pytest_unconfigure(config) -> None:
+    """Remove this run's folder (webapp/settings/test.py) once its Redis and database are gone: only the process
+    that made it does, not the xdist controller for a worker's or a worker for another's."""
+    import os
+    import shutil
+
+    run = os.environ.get("ENCDEC_TEST_RUN_DIR")
+    if run and os.environ.get("ENCDEC_TEST_RUN_DIR_OWNER") == str(os.getpid()):
+        shutil.rmtree(run, ignore_errors=True)

@@ -5,12 +5,34 @@ import os
 import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-insecure-key")
+
+
+def _run_dir() -> str:
+    """This test run's folder (the embedded Redis' socket, the SQLite file).
+
+    The pytest process makes it and exports it; the processes its tests start (Celery workers, daphne)
+    inherit it through the environment and make none of their own. Under pytest-xdist each xdist worker
+    has its own (`...-gw0`), so that two of them never share a Redis or a database. The process that
+    made it removes it at the end (tests/conftest.py).
+    """
+    inherited = os.environ.get("ENCDEC_TEST_RUN_DIR")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if inherited and (not worker or inherited.endswith(f"-{worker}")):
+        return inherited
+    base = inherited or os.path.join(tempfile.gettempdir(), f"encdec-test-{os.getpid()}")
+    run = f"{base}-{worker}" if worker else base
+    if inherited and os.environ.get("REDIS_URL", "").startswith(f"unix://{inherited}/"):
+        del os.environ["REDIS_URL"]  # the xdist controller's socket, which no Redis serves: this worker's own below
+    os.environ["ENCDEC_TEST_RUN_DIR"] = run
+    os.environ["ENCDEC_TEST_RUN_DIR_OWNER"] = str(os.getpid())
+    os.makedirs(run, exist_ok=True)
+    return run
+
+
+_RUN = _run_dir()
 # Each pytest process gets its own embedded Redis socket unless REDIS_URL points at a server;
 # exporting it lets Celery worker processes started by the tests find the same Redis.
-_RUN = os.path.join(tempfile.gettempdir(), f"encdec-test-{os.getpid()}")
 os.environ.setdefault("REDIS_URL", f"unix://{_RUN}/redis.sock")
-os.environ.setdefault("ENCDEC_TEST_RUN_DIR", _RUN)
-os.makedirs(_RUN, exist_ok=True)
 
 from webapp.settings.base import *  # noqa: E402,F403
 from webapp.settings.base import DATABASES  # noqa: E402

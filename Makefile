@@ -6,9 +6,10 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMPS := var/stamps
 MANAGE := $(PY) manage.py
-# xdist workers for `make test`: the suite mostly waits on process start-ups and sockets, so two cores run two
-# test files at a time (each worker has its own Redis and database; see docs/development.md). 0 runs it in one process.
-TEST_WORKERS ?= 2
+# xdist workers for `make test` (0: one process, the default). Each worker has its own Redis and database
+# (docs/development.md); on two cores, two workers took as long as one process (26 vs 25 min) and a training
+# test ran past its time limit beside the other worker, so one process it is until the suite is split better.
+TEST_WORKERS ?= 0
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 .PHONY: setup run test test-fast lint bench models clean help

@@ -1,6 +1,15 @@
 """Shared fixtures: named users, a real Redis, real Celery workers, a real ASGI server and Chromium."""
 from __future__ import annotations
 
+import os
+
+import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each xdist worker's torch on one thread (set before torch is imported; the processes its tests start inherit
+    # it): two workers' OpenMP threads spinning on two cores slowed a training test tenfold.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 pytest_plugins = [
     "tests.fixtures.users",
     "tests.fixtures.services",
@@ -20,3 +29,24 @@ def pytest_unconfigure(config) -> None:
     run = os.environ.get("ENCDEC_TEST_RUN_DIR")
     if run and os.environ.get("ENCDEC_TEST_RUN_DIR_OWNER") == str(os.getpid()):
         shutil.rmtree(run, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Under xdist (make test TEST_WORKERS=2): files with slow tests first, then those with browser tests, then the
+    rest, each file's tests in their order: xdist hands out whole files (--dist loadfile) in this order, so the
+    longest start early and the short ones fill in beside them. In one process the order stays as collected."""
+    if not getattr(config.option, "numprocesses", None):
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    browser = {item.path for item in items if item.get_closest_marker("e2e")}
+    items.sort(key=lambda item: 0 if item.path in slow - browser else 1 if item.path in browser else 2)  # stable
+
+
+@pytest.fixture(autouse=True)
+def _language_reset():
+    """Each test starts in the default language: one that switched to Chinese and did not switch back made the
+    next test in that process read Chinese labels (seen when xdist ordered the files differently)."""
+    from django.utils import translation
+
+    yield
+    translation.deactivate()

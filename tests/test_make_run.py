@@ -64,7 +64,7 @@ def test_run_serves_then_one_sigint_leaves_nothing_behind(tmp_path):
                             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline, report = time.monotonic() + 60, None
+        deadline, report = time.monotonic() + 120, None  # four workers and daphne start on two cores
         while time.monotonic() < deadline:
             try:
                 status, body = get(base + "/healthz")

@@ -314,7 +314,7 @@ class ClassroomSocket(JsonSocket):
                                  "start a step-by-step decode (Step) before asking about the model's next step")
         if relay.held_seq is not None:
             raise ClassroomError("question_open", "reveal or close the open question first")
-        seq = sum(1 for text in relay.frames if text.startswith(('{"type":"token"', '{"type":"beams"')))
+        seq = relay.steps_seen
         src = start.get("src_tokens") or [str(i) for i in start.get("src_ids", [])]
         options = {"attention": source_options(src), "stop": ["yes", "no"]}.get(kind, [])
         return state["request_id"], seq, options

@@ -24,10 +24,10 @@ from channels.layers import get_channel_layer
 from webapp.classroom.reveal import next_token_options
 from webapp.core.loops import per_loop
 
+STEP_TYPES = ("token", "beams")  # the frames that carry a step's seq
 log = logging.getLogger(__name__)
 
 EVENT = "classroom.event"
-STATE_PREFIX = '{"type": "state"'  # how the worker's resync answer begins (playground worker.loop._state_text)
 
 
 def session_group(code: str) -> str:
@@ -68,6 +68,8 @@ class SessionRelay:
         self.task: asyncio.Task[None] | None = None
         self.request_id: str | None = None
         self.frames: list[str] = []  # the current request's frame texts, in the worker's order
+        self.seqs: list[int | None] = []  # beside each frame, its step's seq (None: not a step), parsed once
+        self.start_parsed: dict[str, Any] | None = None  # the current request's `start` frame, parsed once
         self.complete = False  # frames hold everything from `start` on
         self.ended = False
         self.held_seq: int | None = None  # a question's step, kept from the students until the reveal
@@ -108,15 +110,25 @@ class SessionRelay:
         """The step frame of this seq of the current request, if it arrived here."""
         if request_id != self.request_id:
             return None
-        for text in self.frames:
-            if _seq_of(text) == seq:
+        for text, step in zip(self.frames, self.seqs, strict=True):
+            if step == seq:
                 return orjson.loads(text)
         return None
 
     def start_frame(self) -> dict[str, Any] | None:
-        if self.frames and self.frames[0].startswith('{"type":"start"'):
-            return orjson.loads(self.frames[0])
-        return None
+        return self.start_parsed
+
+    @property
+    def steps_seen(self) -> int:
+        """How many step frames (token or beams) of the current request arrived here."""
+        return sum(step is not None for step in self.seqs)
+
+    def _keep(self, frames: list[dict[str, Any]], texts: list[str]) -> None:
+        """Record frames (parsed, and their texts) as the current request's, after those kept."""
+        if not self.frames and frames and frames[0].get("type") == "start":
+            self.start_parsed = frames[0]
+        self.frames.extend(texts)
+        self.seqs.extend(f.get("seq") if f.get("type") in STEP_TYPES else None for f in frames)
 
     # -- the pump ---------------------------------------------------------------------------------
 
@@ -143,16 +155,18 @@ class SessionRelay:
             await asyncio.sleep(0)
 
     async def _frame(self, request_id: str, final: bool, text: str) -> None:
-        if text.startswith(STATE_PREFIX):
-            await self._state_arrived(request_id, text)
+        frame = orjson.loads(text)  # once per frame and web process, whatever the serializer's spacing
+        if frame.get("type") == "state":  # the worker's resync answer
+            await self._state_arrived(request_id, frame)
             return
         self.heard = time.monotonic()
         if request_id != self.request_id:  # a new run: its `start` begins the record
-            self.request_id, self.frames, self.ended = request_id, [], False
+            self.request_id, self.ended = request_id, False
+            self._forget()
             self.held_seq = self.held_from = None
-            self.complete = text.startswith('{"type":"start"')
-        self.frames.append(text)
-        if self.held_from is None and self.held_seq is not None and _seq_of(text) == self.held_seq:
+            self.complete = frame.get("type") == "start"
+        self._keep([frame], [text])
+        if self.held_from is None and self.held_seq is not None and self.seqs[-1] == self.held_seq:
             self.held_from = len(self.frames) - 1
         if self.held_from is None:
             await self._to_all(text)
@@ -166,15 +180,18 @@ class SessionRelay:
             self.ended = True
             await self._on_final(self, request_id)
 
-    async def _state_arrived(self, request_id: str, text: str) -> None:
+    def _forget(self) -> None:
+        self.frames, self.seqs, self.start_parsed = [], [], None
+
+    async def _state_arrived(self, request_id: str, state: dict[str, Any]) -> None:
         if request_id != self.request_id:
             return
-        state = orjson.loads(text)
         known = len(self.frames)
         if not self.complete or len(state["frames"]) >= known:
-            self.frames = [orjson.dumps(frame).decode() for frame in state["frames"]]
+            self._forget()
+            self._keep(state["frames"], [orjson.dumps(frame).decode() for frame in state["frames"]])
             self.complete = True
-            held = [i for i, t in enumerate(self.frames) if self.held_seq is not None and _seq_of(t) == self.held_seq]
+            held = [i for i, step in enumerate(self.seqs) if self.held_seq is not None and step == self.held_seq]
             self.held_from = held[0] if held else None
         waiting, self.waiting = self.waiting, []
         if waiting:
@@ -186,7 +203,7 @@ class SessionRelay:
         frame = message["frame"]
         kind = frame.get("type")
         if kind == "attention" and frame.get("request_id") == self.request_id:
-            self.frames.append(orjson.dumps(frame).decode())  # an ended run's other view: late joiners get it too
+            self._keep([frame], [orjson.dumps(frame).decode()])  # an ended run's other view: late joiners get it too
         release: list[str] = []
         if kind == "question":
             self.held_seq, self.question = message.get("hold"), dict(frame)
@@ -214,17 +231,7 @@ async def _safe_send(socket: Any, text: str) -> None:
         log.debug("classroom frame to a closing socket dropped", exc_info=True)
 
 
-def _seq_of(text: str) -> int | None:
-    """The seq of a token/beams frame text (None for start, done, error): read without parsing the whole frame."""
-    if not (text.startswith('{"type":"token"') or text.startswith('{"type":"beams"')):
-        return None
-    at = text.find('"seq":')
-    if at < 0:
-        return None
-    end = at + 6
-    while end < len(text) and text[end].isdigit():
-        end += 1
-    return int(text[at + 6:end])
+
 
 
 def _state(request_id: str, texts: list[str]) -> str:

@@ -1,4 +1,7 @@
-"""`python -m modelcore train | decode | evaluate | gradflow`: one-line errors, non-zero exit on bad input."""
+"""`python -m modelcore train | decode | evaluate | gradflow`: one-line errors, non-zero exit on bad input.
+
+Torch loads once the input is known to be good: `--help` and a bad option answer at once.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import torch
-
-from modelcore.checkpoint import CheckpointError, load_model
 from modelcore.config import CHOICES, PRESETS, ModelConfig, model_overrides
 from modelcore.device import DEVICE_CHOICES
+from modelcore.folder import CheckpointError
 from modelcore.tasks import TASK_NAMES, CorpusError, Task, get_task, load_tsv_corpus
 from modelcore.training.schedule import SCHEDULES
 
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schedule", choices=SCHEDULES, default="noam")
     p.add_argument("--warmup", type=_positive_int, default=400, help="warmup steps of the noam schedule")
     p.add_argument("--lr-factor", type=_number, default=1.0, help="noam: the paper's rate times this")
-    p.add_argument("--lr", type=_number, default=1e-3, help="the constant schedule's rate")
+    p.add_argument("--lr", type=_number, default=1e-3, help="the constant schedule's rate; the linear schedule's peak")
     p.add_argument("--label-smoothing", type=_number, default=0.1)
     p.add_argument("--clip-grad-norm", type=_number, default=1.0)
     p.add_argument("--eval-every", type=_non_negative_int, default=500)
@@ -150,7 +151,7 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from modelcore.training import StepInfo, TrainConfig, train
+    from modelcore.training.config import StepInfo, TrainConfig
 
     task = _load_task(args)
     config = TrainConfig(
@@ -167,6 +168,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             if info.eval is not None:
                 line += f" | valid exact {info.eval['exact_match']:.3f} bleu {info.eval['bleu']:.1f}"
             print(line, file=sys.stderr, flush=True)
+
+    # Torch loads here, once the task and the settings are known to be good.
+    from modelcore.training.trainer import train
 
     result = train(task, args.out, config, on_step=None if args.quiet else progress, resume=not args.no_resume)
     test = result.metrics.get("test", {})
@@ -185,6 +189,7 @@ def _summary(metrics: dict[str, Any]) -> str:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
+    from modelcore.checkpoint import load_model
     from modelcore.decoding import BeamsEvent, DecodeParams, DoneEvent, TokenEvent, decode_stream
     from modelcore.tokenization import EOS_ID
 
@@ -199,14 +204,31 @@ def cmd_decode(args: argparse.Namespace) -> int:
         elif args.json and (isinstance(event, BeamsEvent) or isinstance(event, TokenEvent) and event.id != EOS_ID):
             print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
     assert done is not None
+    judged = done.to_dict()
     if args.json:
-        print(json.dumps({"type": "done", "text": done.text, "steps": len(done.ids)}, ensure_ascii=False))
+        print(json.dumps({"type": "done", "text": done.text, "steps": len(done.ids), "confidence": judged["confidence"],
+                          "warnings": judged["warnings"], "unknown_words": judged["unknown_words"]},
+                         ensure_ascii=False))
     else:
         print(done.text)
+        for line in _warning_lines(judged):
+            print(line, file=sys.stderr)
     return 0
 
 
+def _warning_lines(judged: dict[str, Any]) -> list[str]:
+    """One line per warning of a done event, for stderr (stdout keeps the translation alone)."""
+    lines = {
+        "low_confidence": f"warning: low_confidence: the model is unsure of this output (confidence "
+                          f"{judged['confidence']:.2f})",
+        "repetition": "warning: repetition: the output repeats itself or ran to the length limit",
+        "unknown_words": "warning: unknown_words: words never seen in training: " + ", ".join(judged["unknown_words"]),
+    }
+    return [lines[code] for code in judged["warnings"]]
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from modelcore.checkpoint import load_model
     from modelcore.training import evaluate
 
     loaded = load_model(args.model)
@@ -248,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "threads", None):
+            import torch
+
             torch.set_num_threads(args.threads)
         return COMMANDS[args.command](args)
     except UsageError as error:

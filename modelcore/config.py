@@ -42,6 +42,9 @@ class ModelConfig:
     residual: bool = True
     # Shares the target embedding with the generator (the paper also shares the source; our vocabs differ).
     tie_embeddings: bool = False
+    # Shares the source embedding with the target's: one vocabulary for both sides, as the paper's shared BPE.
+    # With tie_embeddings too, all three matrices are one (the paper's three-way tying, section 3.4).
+    share_embeddings: bool = False
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len",
@@ -56,9 +59,12 @@ class ModelConfig:
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}",
                                   field=name, code="choice")
-        for name in ("residual", "tie_embeddings"):
+        for name in ("residual", "tie_embeddings", "share_embeddings"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigError("residual and tie_embeddings must be true or false", field=name, code="bool")
+                raise ConfigError(f"{name} must be true or false", field=name, code="bool")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ConfigError(f"share_embeddings needs one vocabulary for both sides, got {self.src_vocab_size} "
+                              f"source and {self.tgt_vocab_size} target tokens", field="share_embeddings", code="vocab")
 
     @property
     def d_k(self) -> int:

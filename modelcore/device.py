@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 
 def resolve_device(name: str | None = None) -> torch.device:
     """"auto" | "cpu" | "cuda" (default: $MODELCORE_DEVICE, else "auto") -> a torch.device."""
+    import torch  # here, so that the CLI's choices (DEVICE_CHOICES) load no torch
+
     name = name or os.environ.get("MODELCORE_DEVICE") or "auto"
     if name not in DEVICE_CHOICES:
         raise ValueError(f"unknown device {name!r} (choose from: {', '.join(DEVICE_CHOICES)})")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
+from modelcore.decoding.confidence import Judge, Judgement, StepStat
 from modelcore.decoding.events import (
     Alternative,
     Beam,
@@ -72,6 +73,8 @@ class _Request:
     feed: list[int] = field(default_factory=lambda: [BOS_ID])  # next step's input token, per row
     generator: torch.Generator | None = None
     beam: BeamSearch | None = None
+    text: str | None = None  # the source as typed (its words are checked against the training words)
+    steps_seen: list[StepStat] = field(default_factory=list)  # greedy, sampling: the model's own choices
 
     def forced_token(self) -> int | None:
         prefix = self.params.forced_prefix or ()
@@ -89,8 +92,11 @@ class BatchDecoder:
         tgt_tokenizer: Tokenizer | None = None,
         cache: bool = True,
         stepper: Stepper | None = None,
+        judge: Judge | None = None,
     ) -> None:
         self.model = model
+        # What each done event says of its output; the default: uncalibrated, no training words to check.
+        self.judge = judge if judge is not None else Judge()
         self.config = model.config
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
         # The rows' decoder state; None: make_stepper's (the cached or, with cache=False, the recompute one).
@@ -108,12 +114,21 @@ class BatchDecoder:
 
     # -- joining and leaving ----------------------------------------------------------------------
 
-    def add(self, request_id: str, src: str | Sequence[int], params: DecodeParams | None = None) -> StartEvent:
+    def add(
+        self, request_id: str, src: str | Sequence[int], params: DecodeParams | None = None, *, text: str | None = None
+    ) -> StartEvent:
         """Accept one request (encoded now); it takes part from the next step on."""
-        return self.add_many([(request_id, src, params)])[0]
+        return self.add_many([(request_id, src, params)], texts=[text])[0]
 
-    def add_many(self, requests: Sequence[tuple[str, str | Sequence[int], DecodeParams | None]]) -> list[StartEvent]:
-        """Accept several requests with one encoder call."""
+    def add_many(
+        self, requests: Sequence[tuple[str, str | Sequence[int], DecodeParams | None]],
+        *, texts: Sequence[str | None] | None = None,
+    ) -> list[StartEvent]:
+        """Accept several requests with one encoder call.
+
+        `texts`: the typed source of each request given as ids, whose words the done event checks (a text source
+        is its own).
+        """
         ids = [r[0] for r in requests]
         taken = set(self.active)
         if len(set(ids)) != len(ids) or taken & set(ids):
@@ -132,6 +147,8 @@ class BatchDecoder:
         events = []
         for i, ((rid, src, params), limit) in enumerate(zip(checked, limits, strict=True)):
             request = _Request(rid, params, src, limit, started, encode_ms)
+            typed = requests[i][1]
+            request.text = typed if isinstance(typed, str) else (texts[i] if texts is not None else None)
             if params.strategy == "sample":
                 if params.seed is None:  # drawn here and reported in the start event, so a run can be replayed
                     params = request.params = replace(params, seed=secrets.randbits(63))
@@ -208,8 +225,12 @@ class BatchDecoder:
                     logits[row : row + r.rows, EOS_ID] = float("-inf")
                 row += r.rows
         logp = logits.log_softmax(-1)  # (B, V)
-        width = min(max([r.params.top_alternatives for r in requests] + [1]), logp.size(1))
+        # At least the top two: their gap is the step's margin, which the output's confidence reads.
+        width = min(max([r.params.top_alternatives for r in requests] + [2]), logp.size(1))
         top_logp, top_ids = (t.tolist() for t in logp.topk(width))
+        entropy = torch.special.entr(logp.exp()).sum(-1).tolist()  # (B,): entr(0) is 0 where a token is banned
+        spread = [(h, math.exp(lps[0]) - (math.exp(lps[1]) if len(lps) > 1 else 0.0))
+                  for h, lps in zip(entropy, top_logp, strict=True)]  # (entropy, margin) per row
         events: list[Event] = []
         keep: list[int] = []
         still: list[_Request] = []
@@ -220,10 +241,10 @@ class BatchDecoder:
             mark = len(events)
             try:
                 if r.beam is not None:
-                    parents, done = self._beam_step(r, logp[row : row + r.rows], rows, events)
+                    parents, done = self._beam_step(r, logp[row : row + r.rows], rows, events, spread[row : row + r.rows])
                 else:
                     choice = (top_ids[row], top_logp[row])
-                    parents, done = self._token_step(r, logits, logp, choice, row, events)
+                    parents, done = self._token_step(r, logits, logp, choice, row, events, spread[row])
             except Exception as error:  # that request leaves the batch; the others' step stands
                 del events[mark:]
                 failed[r.id] = error
@@ -253,7 +274,7 @@ class BatchDecoder:
 
     def _token_step(
         self, r: _Request, logits: Tensor, logp: Tensor, choice: tuple[list[int], list[float]], row: int,
-        events: list[Event],
+        events: list[Event], spread: tuple[float, float],
     ) -> tuple[list[int], str | None]:
         """Greedy or sampling on logits[row]: pick one token, report it; returns ([0], None) or ([], reason)."""
         params, forced = r.params, r.forced_token()
@@ -282,6 +303,8 @@ class BatchDecoder:
                        self_att, cross_att)
         )
         r.logprob += token_logp
+        if forced is None:
+            r.steps_seen.append(StepStat(token_logp, *spread))
         r.feed = [token]
         if token == EOS_ID:
             return [], "eos"
@@ -290,7 +313,9 @@ class BatchDecoder:
             return [], "max_len"
         return [0], None
 
-    def _beam_step(self, r: _Request, logp: Tensor, rows: range, events: list[Event]) -> tuple[list[int], str | None]:
+    def _beam_step(
+        self, r: _Request, logp: Tensor, rows: range, events: list[Event], spread: list[tuple[float, float]]
+    ) -> tuple[list[int], str | None]:
         """Beam search: extend, prune, report the beams; returns (parent rows to keep, reason when done)."""
         assert r.beam is not None
         forced = r.forced_token()
@@ -301,7 +326,7 @@ class BatchDecoder:
             live = [(p, forced, lp, total) for p, (lp, total) in enumerate(zip(token_logps, r.beam.logprobs, strict=True))]
             r.beam.done = r.beam.out_of_room = len(r.beam.tokens[0]) >= r.max_len
         else:
-            _, live, ended = r.beam.advance(logp)
+            _, live, ended = r.beam.advance(logp, spread)
         beams = []
         for parent, token, token_logp, total in live:
             self_att, cross_att = self._attention(r, rows[parent])
@@ -323,13 +348,20 @@ class BatchDecoder:
         decode_ms = (time.perf_counter() - r.started) * 1000 - r.encode_ms
         if r.beam is not None and reason == "beam":
             results = r.beam.results()
-            n_best = [self._hypothesis(score, lp, ids) for score, lp, ids, _ in results]
-            reason = results[0][3]
-            best = n_best[0]
-            return DoneEvent(r.id, best.ids, best.text, r.step, reason, best.logprob, n_best, r.encode_ms, decode_ms)
+            n_best = [self._hypothesis(score, lp, ids) for score, lp, ids, _, _ in results]
+            reason, steps, best = results[0][3], results[0][4], n_best[0]
+            return DoneEvent(r.id, best.ids, best.text, r.step, reason, best.logprob, n_best, r.encode_ms, decode_ms,
+                             self._judgement(r, best.ids, steps, reason))
         if r.beam is not None:  # cancelled mid-search: the best live beam so far
             r.ids, r.logprob = r.beam.tokens[0], r.beam.logprobs[0]
         hypothesis = self._hypothesis(r.logprob, r.logprob, r.ids)
         return DoneEvent(
-            r.id, hypothesis.ids, hypothesis.text, r.step, reason, r.logprob, [hypothesis], r.encode_ms, decode_ms
+            r.id, hypothesis.ids, hypothesis.text, r.step, reason, r.logprob, [hypothesis], r.encode_ms, decode_ms,
+            self._judgement(r, hypothesis.ids, r.steps_seen, reason),
         )
+
+    def _judgement(self, r: _Request, ids: list[int], steps: list[StepStat], reason: str) -> Judgement | None:
+        """How far to trust a finished output; a cancelled one is not finished, and gets none."""
+        if reason == "cancelled":
+            return None
+        return self.judge.judge(steps=steps, ids=ids, reason=reason, src_len=len(r.src), source=r.text)

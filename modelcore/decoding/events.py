@@ -14,6 +14,7 @@ from typing import Any
 from torch import Tensor
 
 from modelcore.decoding.cache import CacheInfo
+from modelcore.decoding.confidence import Judgement
 
 Alternative = tuple[int, str | None, float]  # id, token text, probability
 
@@ -174,9 +175,12 @@ class DoneEvent(Event):
     n_best: list[Hypothesis]  # beam search: best first; others: the one output
     encode_ms: float
     decode_ms: float
+    judgement: Judgement | None = None  # how far to trust the output; None when cancelled
     type: str = field(default="done", init=False)
 
     def to_dict(self) -> dict[str, Any]:
+        judged = self.judgement.to_dict() if self.judgement is not None else {
+            "confidence": None, "warnings": [], "unknown_words": [], "confidence_threshold": None, "calibrated": False}
         return {
             "type": self.type,
             "request_id": self.request_id,
@@ -187,4 +191,5 @@ class DoneEvent(Event):
             "logprob": self.logprob,
             "n_best": [h.to_dict() for h in self.n_best],
             "timings": {"encode_ms": self.encode_ms, "decode_ms": self.decode_ms},
+            **judged,
         }

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
+from modelcore.decoding.confidence import StepStat
 from modelcore.decoding.params import DecodeParams
 from modelcore.tokenization import EOS_ID
 
@@ -48,6 +50,8 @@ class BeamSearch:
     tokens: list[list[int]] = field(default_factory=lambda: [[]])  # per live beam, without <bos>
     logprobs: list[float] = field(default_factory=lambda: [0.0])
     finished: list[tuple[float, float, list[int]]] = field(default_factory=list)  # (score, logprob, ids)
+    steps: list[list[StepStat]] = field(default_factory=lambda: [[]])  # per live beam: the model's own choices
+    finished_steps: list[list[StepStat]] = field(default_factory=list)  # per finished hypothesis
     done: bool = False
     out_of_room: bool = False  # stopped at max_len rather than by the stopping rule
 
@@ -58,8 +62,14 @@ class BeamSearch:
             self.tokens[i].append(token)
             self.logprobs[i] += value
 
-    def advance(self, logp: Tensor) -> tuple[list[int], list[tuple[int, int, float, float]], list[int]]:
-        """logp (beams, V) -> (parent rows to keep, new beams (parent, id, token logprob, total), ended)."""
+    def advance(
+        self, logp: Tensor, spread: Sequence[tuple[float, float]] | None = None
+    ) -> tuple[list[int], list[tuple[int, int, float, float]], list[int]]:
+        """logp (beams, V) -> (parent rows to keep, new beams (parent, id, token logprob, total), ended).
+
+        `spread`: each parent row's entropy and top-two margin, kept along each hypothesis for its confidence.
+        """
+        spread = spread if spread is not None else [(0.0, 1.0)] * logp.size(0)
         k, V = self.params.beam_size, logp.size(1)
         totals = logp + torch.tensor(self.logprobs, dtype=logp.dtype, device=logp.device)[:, None]
         top, flat = totals.view(-1).topk(min(2 * k, totals.numel()))
@@ -74,12 +84,14 @@ class BeamSearch:
                 if rank < k:  # an ending counts only if it would have been kept as a beam
                     ids = self.tokens[parent] + [token]
                     self.finished.append((total / length_penalty(len(ids), self.params.length_penalty), total, ids))
+                    self.finished_steps.append([*self.steps[parent], StepStat(tlp, *spread[parent])])
                     ended.append(len(self.finished) - 1)
                 continue
             live.append((parent, token, tlp, total))
             if len(live) == k:
                 break
         self.tokens = [self.tokens[p] + [t] for p, t, _, _ in live]
+        self.steps = [[*self.steps[p], StepStat(tlp, *spread[p])] for p, _, tlp, _ in live]
         self.logprobs = [total for _, _, _, total in live]
         self._check_done()
         return [p for p, _, _, _ in live], live, ended
@@ -101,14 +113,14 @@ class BeamSearch:
         best_live = max(self.logprobs) / length_penalty(self.max_len, alpha)
         self.done = best_live <= worst_kept
 
-    def results(self) -> list[tuple[float, float, list[int], str]]:
-        """The n_best hypotheses, best first: (score, logprob, ids without <eos>, "eos" | "max_len")."""
-        pool = [(s, lp, ids[:-1], "eos") for s, lp, ids in self.finished]
+    def results(self) -> list[tuple[float, float, list[int], str, list[StepStat]]]:
+        """The n_best hypotheses, best first: (score, logprob, ids without <eos>, "eos" | "max_len", steps)."""
+        pool = [(s, lp, ids[:-1], "eos", st) for (s, lp, ids), st in zip(self.finished, self.finished_steps, strict=True)]
         if self.out_of_room:  # live beams stopped by max_len compete with the ended ones
             alpha = self.params.length_penalty
             pool += [
-                (lp / length_penalty(len(ids), alpha), lp, ids, "max_len")
-                for ids, lp in zip(self.tokens, self.logprobs, strict=True)
+                (lp / length_penalty(len(ids), alpha), lp, ids, "max_len", st)
+                for ids, lp, st in zip(self.tokens, self.logprobs, self.steps, strict=True)
             ]
         pool.sort(key=lambda h: -h[0])
         return pool[: self.params.n_best]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from modelcore.checkpoint import CheckpointError, LoadedModel, load_model
 from modelcore.decoding.batch import BatchDecoder
+from modelcore.decoding.confidence import judge_for
 from modelcore.decoding.events import DoneEvent, Event
 from modelcore.decoding.params import DecodeError, DecodeParams
 from modelcore.model import EncoderDecoder
@@ -28,13 +29,15 @@ def open_decoder(
             model = load_model(model)
         except CheckpointError as error:
             raise DecodeError(f"unknown model: {error}", "unknown_model") from None
+    judge = None
     if isinstance(model, LoadedModel):
         src_tokenizer = src_tokenizer or model.src_tokenizer
         tgt_tokenizer = tgt_tokenizer or model.tgt_tokenizer
+        judge = judge_for(folder=model.path, checkpoint_hash=model.checkpoint_hash, metrics=model.metrics)
         model = model.model
     if not isinstance(model, EncoderDecoder):
         raise DecodeError(f"unknown model: expected an EncoderDecoder, a model folder or a name, got {model!r}", "unknown_model")
-    return BatchDecoder(model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer, cache=cache)
+    return BatchDecoder(model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer, cache=cache, judge=judge)
 
 
 def decode_stream(

@@ -14,9 +14,6 @@ from modelcore.model import EncoderDecoder
 from modelcore.model.instrument import record
 from modelcore.tokenization import BOS_ID, EOS, Tokenizer
 
-SAMPLE_SOURCE = "三个聪明的女孩喝五瓶水。"  # a sentence of the zh-en task's grammar
-SAMPLE_TARGET = "three clever girls drink five bottles of water ."
-
 
 def encode_sentence(tokenizer: Tokenizer, text: str) -> tuple[Tensor, list[str]]:
     """(1, S) ids ending with <eos>, and the token strings a chart labels its positions with."""

@@ -8,65 +8,20 @@ from typing import Any
 import torch
 
 from modelcore.experiments.activations import (
-    SAMPLE_SOURCE,
-    SAMPLE_TARGET,
     decoder_input,
     encode_sentence,
     mean_drift,
     norm_statistics,
     representation_drift,
 )
-from modelcore.experiments.compare import SWITCHES, arms_of, compare_runs
+from modelcore.experiments.compare import compare_runs
 from modelcore.experiments.gradients import gradient_norms_at_init
-from modelcore.experiments.runs import PROBE_KNOBS, RunConfig, build_probe, probe_task, train_probe
+from modelcore.experiments.runs import build_probe, probe_task, train_probe
+from modelcore.experiments.spec import INIT_VOCAB, RunConfig, arms_of, canonical_params
 from modelcore.model import EncoderDecoder
-
-KINDS = ("gradflow", "compare", "drift", "norms")
-MODEL_FIELDS = (*PROBE_KNOBS, "seed")  # what a measurement at initialisation depends on
-INIT_VOCAB = 1000  # random-token vocabulary of the measurements at initialisation
-MAX_SEEDS = 10
-MAX_SENTENCE_CHARS = 200
 
 Progress = Callable[[dict[str, Any]], None]
 ShouldStop = Callable[[], bool]
-
-
-def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Every parameter the result depends on, defaults filled in; raises ValueError on anything invalid."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown experiment {kind!r} (choose from: {', '.join(KINDS)})")
-    extras = {"gradflow": {"seeds": 3}, "compare": {"switch": "norm_position"},
-              "drift": {"seeds": 3, "sentence": SAMPLE_SOURCE},
-              "norms": {"sentence": SAMPLE_SOURCE, "target": SAMPLE_TARGET}}[kind]
-    unknown = sorted(set(params) - set(RunConfig.__dataclass_fields__) - set(extras))
-    if unknown:
-        raise ValueError(f"unknown parameters for {kind}: {', '.join(unknown)}")
-    base = {"task": "zh-en", "steps": 200} if kind == "norms" else {}
-    config = RunConfig.from_dict({**base, **{k: v for k, v in params.items() if k not in extras}})
-    chosen = {**extras, **{k: v for k, v in params.items() if k in extras}}
-    _check_extras(chosen)
-    switch = chosen.get("switch") or ("norm" if kind == "norms" else None)
-    if switch:
-        # The switched setting is the arms' to choose: keep the first arm's, so that requests
-        # differing only in it (e.g. post or pre for a post-against-pre run) share one result.
-        config = arms_of(config, switch)[0][1]
-    run_fields = config.to_dict()
-    if kind in ("gradflow", "drift"):
-        run_fields = {k: run_fields[k] for k in MODEL_FIELDS}
-    return {**run_fields, **chosen}
-
-
-def _check_extras(extras: dict[str, Any]) -> None:
-    seeds = extras.get("seeds", 1)
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
-        raise ValueError(f"seeds must be an integer in 1..{MAX_SEEDS}, got {seeds!r}")
-    if "switch" in extras and extras["switch"] not in SWITCHES:
-        raise ValueError(f"unknown switch {extras['switch']!r} (choose from: {', '.join(SWITCHES)})")
-    for name in ("sentence", "target"):
-        text = extras.get(name, "x")
-        if not isinstance(text, str) or not text.strip() or len(text) > MAX_SENTENCE_CHARS:
-            raise ValueError(f"{name} must be a non-empty text of at most {MAX_SENTENCE_CHARS} characters")
-
 
 def run_experiment(
     kind: str, params: dict[str, Any], *, on_progress: Progress | None = None, should_stop: ShouldStop | None = None

@@ -5,26 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from modelcore.experiments.runs import RunConfig, StepCallback, build_probe, probe_task, train_probe
-
-# switch -> the two arms: (label, the RunConfig fields that arm sets)
-SWITCHES: dict[str, Callable[[RunConfig], tuple[tuple[str, dict[str, Any]], ...]]] = {
-    "norm_position": lambda c: (("post", {"norm_position": "post"}), ("pre", {"norm_position": "pre"})),
-    "residual": lambda c: (("residual", {"residual": True}), ("no residual", {"residual": False})),
-    # The warmup arm keeps the run's warmup_steps, or a fifth of the run when it has none.
-    "warmup": lambda c: (
-        ("warmup", {"warmup_steps": c.warmup_steps or max(1, c.steps // 5)}),
-        ("no warmup", {"warmup_steps": 0}),
-    ),
-    "norm": lambda c: (("layernorm", {"norm": "layernorm"}), ("rmsnorm", {"norm": "rmsnorm"})),
-}
-
-
-def arms_of(config: RunConfig, switch: str) -> list[tuple[str, RunConfig]]:
-    """The two configurations of a comparison, labelled."""
-    if switch not in SWITCHES:
-        raise ValueError(f"unknown switch {switch!r} (choose from: {', '.join(SWITCHES)})")
-    return [(label, config.replace(**fields)) for label, fields in SWITCHES[switch](config)]
+from modelcore.experiments.runs import StepCallback, build_probe, probe_task, train_probe
+from modelcore.experiments.spec import RunConfig, arms_of
 
 
 def compare_runs(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 import time
@@ -12,83 +11,14 @@ from typing import Any
 
 import torch
 
-from modelcore.config import KNOBS, PRESETS, ModelConfig, model_overrides, reject_unknown_keys
 from modelcore.experiments.gradients import layer_grad_norms
+from modelcore.experiments.spec import RunConfig
 from modelcore.model import EncoderDecoder
 from modelcore.tasks import Task, get_task
 from modelcore.tokenization import Tokenizer
 from modelcore.training.batching import BatchStream, encode_pairs
 from modelcore.training.evaluate import evaluate
 from modelcore.training.step import train_step
-
-PROBE_TASKS = ("reverse", "copy", "sort", "add", "zh-en")
-PROBE_KNOBS = tuple(name for name in KNOBS if name != "dropout")  # a probe keeps dropout at 0
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One probe run: the task, the model's size and switches, and a plain Adam with optional linear warmup."""
-
-    task: str = "reverse"
-    n_train: int = 4000  # a few thousand pairs: enough that a few hundred steps rarely repeat a batch
-    # The model's knobs (PROBE_KNOBS), checked by ModelConfig's own rules.
-    layers: int = 6  # encoder and decoder alike: deep enough that Post-LN's trouble shows
-    d_model: int = PRESETS["tiny"]["d_model"]
-    n_heads: int = PRESETS["tiny"]["n_heads"]
-    d_ff: int = PRESETS["tiny"]["d_ff"]
-    norm_position: str = "post"
-    norm: str = "layernorm"
-    residual: bool = True
-    steps: int = 300
-    batch_size: int = 32
-    lr: float = 3e-3  # the peak rate; constant after warmup (no decay), so arms differ only in the switch
-    warmup_steps: int = 0  # linear from lr/warmup_steps to lr over this many steps; 0: the full rate from step 1
-    betas: tuple[float, float] = (0.9, 0.98)  # the paper's
-    seed: int = 0
-    eval_every: int = 50
-    eval_size: int = 100  # validation pairs per evaluation
-    record_every: int = 5  # steps between per-layer gradient-norm snapshots (the heatmap's rows)
-    # A loss this many times ln(vocab) (the loss of a uniform guess) counts as a blow-up and stops the run.
-    blowup_factor: float = 3.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "betas", tuple(self.betas))  # JSON gives a list back
-        if self.task not in PROBE_TASKS:
-            raise ValueError(f"unknown task {self.task!r} (choose from: {', '.join(PROBE_TASKS)})")
-        for name in ("n_train", "steps", "batch_size", "eval_size", "record_every", "eval_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.warmup_steps < 0 or self.seed < 0:
-            raise ValueError("warmup_steps and seed must not be negative")
-        if not (self.lr > 0 and math.isfinite(self.lr)) or not self.blowup_factor > 1:
-            raise ValueError("lr must be a positive number and blowup_factor more than 1")
-        self.model_config(1, 1)  # the model's knobs, checked by the model's own rules
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "betas": list(self.betas)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        reject_unknown_keys(cls, data, "run config")
-        return cls(**data)
-
-    def replace(self, **changes: Any) -> RunConfig:
-        return dataclasses.replace(self, **changes)
-
-    def model_config(self, src_vocab_size: int, tgt_vocab_size: int) -> ModelConfig:
-        knobs = {name: getattr(self, name) for name in PROBE_KNOBS}
-        return ModelConfig(
-            src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
-            dropout=0.0,  # a probe compares switches; dropout noise would only blur the curves
-            **model_overrides(**knobs),
-        )
-
-    def rate(self, step: int) -> float:
-        """Learning rate at 1-based step: linear warmup to lr, then constant."""
-        if self.warmup_steps and step < self.warmup_steps:
-            return self.lr * step / self.warmup_steps
-        return self.lr
 
 
 def probe_task(config: RunConfig) -> Task:

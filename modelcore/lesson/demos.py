@@ -230,51 +230,95 @@ def _layernorm(x: Tensor) -> Tensor:
 
 
 def _batchnorm(x: Tensor, keep: Tensor) -> Tensor:
-    """Normalise each feature over the positions kept (batch and time together), as BatchNorm trains."""
+    """Normalise each feature over the positions kept (batch and time together), as BatchNorm does in training."""
     rows = x[keep]  # (N, d_model)
     return (x - rows.mean(0)) / torch.sqrt(rows.var(0, unbiased=False) + 1e-5)
 
 
+def _norm_input(model: EncoderDecoder, batch: Tensor) -> Tensor:
+    """(B, S, d_model): what the encoder's first norm reads, before any norm has touched it.
+
+    Post-LN: the embeddings plus positions plus the first self-attention; Pre-LN: the embeddings plus positions.
+    A norm's own output (a Post-LN layer's) has mean 0 already and would hide what RMSNorm leaves in.
+    """
+    seen: dict[str, Tensor] = {}
+    with local_hooks() as hooks:
+        hooks.forward_pre(model.encoder.layers[0].norm1, lambda _m, args: seen.__setitem__("x", args[0]))
+        model.encode(batch, make_src_mask(batch))
+    return seen["x"]
+
+
+RUNNING_SENTENCES = 256  # sentences of the zh-en grammar whose batches give BatchNorm's running averages
+RUNNING_BATCH = 16
+
+
+_RUNNING: dict[str, tuple[Tensor, Tensor]] = {}  # checkpoint hash -> BatchNorm's running mean and variance
+
+
+def _running_batchnorm(loaded: LoadedModel) -> Callable[[Tensor], Tensor]:
+    """BatchNorm in eval mode over the first norm's input, its running averages gathered as in training.
+
+    The averages depend on the weights only, so they are gathered once per checkpoint (a second or so).
+    """
+    key = loaded.checkpoint_hash or str(id(loaded.model))
+    if key not in _RUNNING:
+        from modelcore.tasks.zh_en import generate_sentences
+
+        sentences = [s.zh for s in generate_sentences(RUNNING_SENTENCES, seed=1)]  # the same every time
+        norm = nn.BatchNorm1d(loaded.config.d_model, affine=False)  # momentum 0.1, PyTorch's default
+        norm.train()
+        for start in range(0, len(sentences), RUNNING_BATCH):
+            batch = pad_batch([loaded.src_tokenizer.source_ids(s, loaded.config.max_len)
+                               for s in sentences[start : start + RUNNING_BATCH]])
+            norm(_norm_input(loaded.model, batch)[make_src_mask(batch)[:, 0, 0]])  # updates the running averages
+        if len(_RUNNING) >= 8:  # a few models at most: forget the oldest
+            _RUNNING.pop(list(_RUNNING)[0], None)  # another thread may have dropped it already
+        _RUNNING[key] = (norm.running_mean.clone(), norm.running_var.clone())
+    mean, var = _RUNNING[key]
+    return lambda x: (x - mean) / torch.sqrt(var + 1e-5)  # what BatchNorm1d.eval() computes (affine off)
+
+
+def _largest(moved: Tensor) -> float:
+    """The largest distance any position moved, to three significant figures."""
+    return float(f"{float(moved.norm(dim=-1).max()):.3g}")
+
+
 @torch.no_grad()
 def norms_demo(loaded: LoadedModel, params: dict[str, Any]) -> dict[str, Any]:
-    """BatchNorm's statistics move with the batch and its padding; LayerNorm's (and RMSNorm's) stay each token's own."""
+    """BatchNorm in training mode moves with the batch and its padding, in inference mode it does not, and the two
+    modes disagree; LayerNorm's (and RMSNorm's) statistics stay each token's own."""
     model = loaded.model.eval()
     src, tokens = source_of(loaded, params.get("sentence"))
     other, other_tokens = source_of(loaded, params.get("partner") or PADDING_PARTNER)
     batch = pad_batch([src[0].tolist(), other[0].tolist()])
-    mask = make_src_mask(batch)
-    with record(model) as rec:
-        model.encode(batch, mask)
-    acts = rec.hidden_states("encoder")[0]  # (2, S_max, d_model): the first layer's output, real activations
+    real = make_src_mask(batch)[:, 0, 0]  # (2, S_max) True on real tokens
+    acts = _norm_input(model, batch)  # (2, S_max, d_model)
     n = src.size(1)
-    real = mask[:, 0, 0]  # (2, S_max) True on real tokens
     alone = acts[:1, :n]
-    settings = {
+    training = {
         "alone": _batchnorm(alone, torch.ones(1, n, dtype=torch.bool))[0],
         "batch": _batchnorm(acts, real)[0, :n],
         "batch_with_padding": _batchnorm(acts, torch.ones_like(real))[0, :n],
     }
+    running = _running_batchnorm(loaded)
+    inference = {"alone": running(alone[0]), "batch": running(acts[real])[:n]}  # rows of the sentence come first
     ln_alone, ln_batch = _layernorm(alone[0]), _layernorm(acts[0, :n])
     rms = alone[0] / torch.sqrt(alone[0].pow(2).mean(-1, keepdim=True) + 1e-5)
     return {
-        "tokens": tokens, "partner": other_tokens,
+        "tokens": tokens, "partner": other_tokens, "activations": "encoder.layers.0.norm1 input",
         # How far each token's normalised vector moves from its value with the sentence alone (per position).
-        "batchnorm_shift": {k: _r((v - settings["alone"]).norm(dim=-1), 4) for k, v in settings.items() if k != "alone"},
+        "batchnorm_shift": {**{k: _r((v - training["alone"]).norm(dim=-1), 4) for k, v in training.items() if k != "alone"},
+                            "inference": _r((inference["batch"] - inference["alone"]).norm(dim=-1), 6)},
+        # The same token in the same batch of two, normalised as in training and as at inference.
+        "mode_gap": _r((training["batch"] - inference["batch"]).norm(dim=-1), 4),
+        "largest_shift": {"training": _largest(training["batch"] - training["alone"]),
+                          "training_with_padding": _largest(training["batch_with_padding"] - training["alone"]),
+                          "inference": _largest(inference["batch"] - inference["alone"]),
+                          "layernorm": _largest(ln_batch - ln_alone)},
+        "normalised_norm": _r(inference["alone"].norm(dim=-1), 4),
+        "running_sentences": RUNNING_SENTENCES, "running_batch": RUNNING_BATCH,
         "layernorm_shift": _r((ln_batch - ln_alone).norm(dim=-1), 6),
         "layernorm_out": {"mean": _r(ln_alone.mean(-1), 4), "var": _r(ln_alone.var(-1, unbiased=False), 4)},
         "rmsnorm_out": {"mean": _r(rms.mean(-1), 4), "rms": _r(rms.pow(2).mean(-1).sqrt(), 4)},
         "input": {"mean": _r(alone[0].mean(-1), 4), "var": _r(alone[0].var(-1, unbiased=False), 4)},
     }
-
-
-Demo = Callable[[LoadedModel, dict[str, Any]], dict[str, Any]]
-DEMOS: dict[str, Demo] = {"encoder": encoder_demo, "decoder": decoder_demo, "residual": residual_demo,
-                          "norms": norms_demo}
-
-
-def run_demo(kind: str, loaded: LoadedModel, params: dict[str, Any]) -> dict[str, Any]:
-    """One demonstration by name; DemoError on a bad request (nothing half-computed comes back)."""
-    if kind not in DEMOS:
-        raise DemoError("unknown_demo", f"no demonstration {kind!r} (choose from: {', '.join(DEMOS)})")
-    return {"kind": kind, **DEMOS[kind](loaded, params)}
-

@@ -54,6 +54,8 @@ class EncoderDecoder(nn.Module):
         self._reset_parameters()
         if config.tie_embeddings:
             self.generator.weight = self.tgt_embed.embedding.weight
+        if config.share_embeddings:  # a shared vocabulary: one id means one token on both sides
+            self.src_embed.embedding.weight = self.tgt_embed.embedding.weight
 
     def _reset_parameters(self) -> None:
         # Xavier on every matrix, as torch.nn.Transformer and the annotated transformer do.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,3 +61,11 @@ def split_pairs(pairs: Sequence[Pair], n_valid: int, n_test: int, seed: int | st
     valid = shuffled[n_test : n_test + n_valid]
     train = shuffled[n_test + n_valid :]
     return train, valid, test
+
+
+_EN_TOKEN = re.compile(r"[a-z0-9]+(?:['’][a-z]+)*|[^\sa-z0-9]")
+
+
+def normalise_english(text: str) -> str:
+    """English as the word-level targets read it: 'Hello, teacher!' -> 'hello , teacher !'."""
+    return " ".join(_EN_TOKEN.findall(unicodedata.normalize("NFC", text).lower().replace("’", "'")))

@@ -8,19 +8,17 @@ cards). It is read from the installed package, never fetched.
 from __future__ import annotations
 
 import random
-import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from modelcore.tasks.base import Pair, Task
+from modelcore.tasks.base import Pair, Task, normalise_english
 
 SOURCE = "hsk-sentences-audio 1.0.0 (HSK 3.0 graded sentences)"
 LICENSE = "CC-BY-SA-4.0"
 # English tokenised as the generated zh-en corpus writes it, so the grammar models are scored on the same form:
 # lower case, punctuation as its own word, a contraction kept whole ("it's", "don't").
-_EN_TOKEN = re.compile(r"[a-z0-9]+(?:['’][a-z]+)*|[^\sa-z0-9]")
 _SHOWN = 20  # past this many malformed entries, the message lists only their ids
 
 
@@ -50,11 +48,6 @@ class HskSentence:
     def target(self) -> str:
         """The translation as the model writes it: lower case, punctuation split off."""
         return normalise_english(self.en)
-
-
-def normalise_english(text: str) -> str:
-    """'Hello, teacher!' -> 'hello , teacher !'."""
-    return " ".join(_EN_TOKEN.findall(unicodedata.normalize("NFC", text).lower().replace("’", "'")))
 
 
 def load_hsk_sentences(records: Iterable[Mapping[str, Any]] | None = None) -> list[HskSentence]:
@@ -147,13 +140,22 @@ def hsk_split(
 
 
 def hsk_task(
-    seed: int = 0, *, n_valid: int = 200, n_test: int = 400, train_fraction: float = 1.0, generated: int = 0
+    seed: int = 0,
+    *,
+    n_valid: int = 200,
+    n_test: int = 400,
+    train_fraction: float = 1.0,
+    generated: int = 0,
+    glosses: int = 0,
+    cedict: int = 0,
 ) -> Task:
     """`hsk`: real Chinese sentences in (characters), their human translations out (English words).
 
     `train_fraction` keeps the first share of the shuffled training sentences (a learning curve);
-    `generated` adds that many sentences of the zh-en grammar to the training split only. Valid and
-    test stay the same real sentences whatever either is.
+    `generated` adds that many sentences of the zh-en grammar to the training split only; `glosses=1` adds
+    each word of the training sentences with its gloss, and `cedict` that many frequent CC-CEDICT words with
+    a sense (modelcore.tasks.dictionary), to the training split only. Valid and test stay the same real
+    sentences whatever these are.
     """
     try:
         train_fraction = float(train_fraction)  # the CLI's --task-option passes "0.25" as text
@@ -161,15 +163,23 @@ def hsk_task(
         raise ValueError(f"train_fraction must be a number, got {train_fraction!r}") from None
     if not 0 < train_fraction <= 1:
         raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
-    if generated < 0:
-        raise ValueError(f"generated must be 0 or more, got {generated}")
+    for name, value in (("generated", generated), ("glosses", glosses), ("cedict", cedict)):
+        if value < 0:
+            raise ValueError(f"{name} must be 0 or more, got {value}")
     train, valid, test = hsk_split(load_hsk_sentences(), n_valid=n_valid, n_test=n_test, seed=seed)
-    pairs = _pairs(train[: max(1, round(train_fraction * len(train)))])
+    train = train[: max(1, round(train_fraction * len(train)))]
+    pairs = _pairs(train)
     if generated:
         from modelcore.tasks.zh_en import generate_sentences
 
         held_out = {s.zh for s in valid + test}
         pairs += [(s.zh, s.en) for s in generate_sentences(generated, seed) if s.zh not in held_out]
+    if glosses or cedict:
+        from modelcore.tasks.dictionary import cedict_pairs, gloss_pairs
+
+        words = gloss_pairs([word for s in train for word in s.words]) if glosses else []
+        pairs += words + cedict_pairs(cedict, exclude=[word for word, _ in words])
+    if generated or glosses or cedict:
         random.Random(f"hsk:{seed}:mix").shuffle(pairs)
     return Task("hsk", pairs, _pairs(valid), _pairs(test), "char", "word")
 

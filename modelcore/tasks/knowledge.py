@@ -10,7 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelcore.checkpoint import TOKENIZER_FILE
+from modelcore.folder import TOKENIZER_FILE
 from modelcore.tokenization import UNK_ID, Tokenizer
 
 

@@ -56,13 +56,34 @@ def test_decode_json_emits_one_frame_per_step_then_done() -> None:
     assert [f["seq"] for f in tokens] == [0, 1, 2, 3, 4]
     assert [f["token"] for f in tokens] == ["5", "4", "3", "2", "1"]
     assert all(f["type"] == "token" and isinstance(f["id"], int) and 0.5 < f["prob"] <= 1 for f in tokens)
-    assert done == {"type": "done", "text": "5 4 3 2 1", "steps": 5}
+    assert {k: done[k] for k in ("type", "text", "steps", "warnings")} == {
+        "type": "done", "text": "5 4 3 2 1", "steps": 5, "warnings": []}
+    assert 0.5 < done["confidence"] <= 1
 
 
 def test_decode_translates_chinese() -> None:
     result = _run("decode", "--model", "zh-en-pre", "我喜欢猫。")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "i like cats .\n"
+    assert result.stderr == ""  # nothing to warn of
+
+
+def test_decode_json_ends_with_the_confidence_and_warnings_of_a_loop() -> None:
+    result = _run("decode", "--model", "zh-en-hsk", "--json", "他最终成功了。")
+    assert result.returncode == 0, result.stderr
+    done = json.loads(result.stdout.splitlines()[-1])
+    assert done["type"] == "done" and done["text"].startswith("he finally finally finally")
+    assert "repetition" in done["warnings"]
+    assert 0 <= done["confidence"] <= 1
+
+
+def test_decode_prints_the_warnings_on_stderr_and_only_the_text_on_stdout() -> None:
+    result = _run("decode", "--model", "zh-en-post", "他哥哥在北京工作。")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == 1 and "warning" not in result.stdout
+    lines = result.stderr.splitlines()
+    assert "warning: unknown_words: words never seen in training: 哥哥, 北京, 工作" in lines
+    assert any(line.startswith("warning: low_confidence:") for line in lines)
 
 
 def test_evaluate_reproduces_the_shipped_figures() -> None:
@@ -84,8 +105,9 @@ def test_shipped_models_meet_their_targets_and_size(name: str) -> None:
     else:
         assert metrics["bleu"] >= 90
     assert (SHIPPED_DIR / name / "model.safetensors").stat().st_size <= 5 * 2**20
+    calibrated = ["calibration.json"] if name != "reverse" else []  # scripts/confidence_calibration.py
     assert sorted(p.name for p in (SHIPPED_DIR / name).iterdir()) == [
-        "config.json", "metrics.json", "model.safetensors", "tokenizer.json"
+        *calibrated, "config.json", "metrics.json", "model.safetensors", "tokenizer.json"
     ]
 
 

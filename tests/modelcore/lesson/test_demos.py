@@ -77,12 +77,27 @@ def test_without_residuals_the_positions_merge_rather_than_drift_ever_further(zh
     assert out["name"] == "encoder.layers.0.norm1" and len(out["in_mean"]) == len(out["tokens"]) == 11
 
 
-def test_batchnorm_moves_with_the_batch_and_layernorm_does_not(zh_en):
+def test_batchnorm_moves_with_the_batch_in_training_mode_only_and_layernorm_never(zh_en):
     result = run_demo("norms", zh_en, {"sentence": SENTENCE, "partner": "猫追老鼠。"})
-    assert min(result["batchnorm_shift"]["batch"]) > 0.1
-    assert max(result["layernorm_shift"]) < 1e-4
+    shift = result["batchnorm_shift"]
+    assert min(shift["batch"]) > 0.1 and min(shift["batch_with_padding"]) > min(shift["batch"])
+    assert max(shift["inference"]) == 0 == result["largest_shift"]["inference"]  # running averages: batch-blind
+    assert max(result["layernorm_shift"]) < 1e-4 and result["largest_shift"]["layernorm"] < 1e-4
+    # The two modes of BatchNorm disagree on the same token by a large part of its normalised length.
+    assert all(gap > 0.3 * length for gap, length in zip(result["mode_gap"], result["normalised_norm"], strict=True))
+
+
+def test_rmsnorm_is_fed_activations_whose_mean_shows_what_it_leaves_in(zh_en):
+    result = run_demo("norms", zh_en, {"sentence": SENTENCE})
+    # What the first norm reads, recomputed: the embeddings, the positions and the first self-attention (Post-LN).
+    src = torch.tensor([zh_en.src_tokenizer.source_ids(SENTENCE)])
+    layer = zh_en.model.encoder.layers[0]
+    with torch.no_grad():
+        x = zh_en.model.positional(zh_en.model.src_embed(src))
+        read = x + layer._self_attention_block(x, make_src_mask(src))
+    assert result["input"]["mean"] == pytest.approx(read[0].mean(-1).tolist(), abs=1e-3)
     assert all(abs(m) < 1e-3 for m in result["layernorm_out"]["mean"])
-    assert any(abs(m) > 1e-2 for m in result["rmsnorm_out"]["mean"])
+    assert max(result["rmsnorm_out"]["mean"]) > 0.2  # not a norm's output, whose mean would be 0 already
 
 
 @pytest.mark.parametrize(("sentence", "code"), [("", "empty_source"), ("   ", "empty_source"), ("猫" * 61, "source_too_long"),
@@ -106,3 +121,28 @@ def test_the_same_input_gives_the_same_result_and_another_input_another(zh_en):
     one = run_demo("encoder", zh_en, {"sentence": SENTENCE})
     assert run_demo("encoder", zh_en, {"sentence": SENTENCE}) == one
     assert run_demo("encoder", zh_en, {"sentence": "三个聪明的女孩喝五瓶水。"})["attention"] != one["attention"]
+
+
+def zero_shares(model: str) -> list[list[float]]:
+    """The FFN's share of middle units at 0 after the ReLU, for each encoder layer and each token of SENTENCE."""
+    loaded = load_model(model)
+    n = len(run_demo("encoder", loaded, {"sentence": SENTENCE})["tokens"])
+    return [[run_demo("encoder", loaded, {"sentence": SENTENCE, "layer": layer, "query": q})["ffn"]["zero_fraction"]
+             for q in range(n)] for layer in range(loaded.config.n_encoder_layers)]
+
+
+def test_the_exercise_quotes_the_ffn_zero_share_the_shipped_models_give():
+    from webapp.lesson.content import EXERCISES
+
+    post = zero_shares("zh-en-post")
+    others = [sum(layer) / len(layer) for model in ("zh-en-pre", "zh-en-hsk") for layer in zero_shares(model)]
+    low, high = min(min(layer) for layer in post), max(max(layer) for layer in post)
+    means = [f"{sum(layer) / len(layer):.2f}" for layer in post]
+    assert low > 0.5  # far more than half, as the answer says
+    answer = next(e["a"] for e in EXERCISES["encoder"] if e["id"] == "encoder-3")
+    assert f"{low:.2f} to {high:.2f}" in answer["en"] and f"{low:.2f} 到 {high:.2f}" in answer["zh"]
+    assert ", ".join(means) in answer["en"] and "、".join(means) in answer["zh"]
+    assert f"{min(others):.2f} to {max(others):.2f}" in answer["en"]
+    assert f"{min(others):.2f} 到 {max(others):.2f}" in answer["zh"]
+    if high == 1:  # a token with every unit at 0: the FFN adds only b2
+        assert "b₂" in answer["en"] and "b₂" in answer["zh"]

@@ -20,7 +20,8 @@ def test_it_records_the_task_it_was_trained_on() -> None:
     assert metrics["task"] == "hsk" and metrics["task_options"] == {"generated": 10_000, "seed": 0}
     assert metrics["test"]["n"] == 400
     assert sorted(p.name for p in (SHIPPED_DIR / "zh-en-hsk").iterdir()) == [
-        "alignment.json", "config.json", "learning_curve.json", "metrics.json", "model.safetensors", "tokenizer.json"
+        "alignment.json", "calibration.json", "config.json", "learning_curve.json", "metrics.json", "model.safetensors",
+        "tokenizer.json",
     ]
 
 

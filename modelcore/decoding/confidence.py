@@ -1,0 +1,179 @@
+"""How far to trust one output: a sentence-level confidence from the model's own numbers, and warnings.
+
+Each step of a decode gives the chosen token's log-probability, the entropy of the step's distribution
+and the gap between its two most likely tokens (StepStat). A sentence sums them up into a few features;
+a model whose folder holds a calibration (calibration.json, fitted by scripts/confidence_calibration.py
+on held-out sentences) turns them into the probability that the output is good, by logistic regression,
+and warns below the fitted threshold. Without one, the confidence is the geometric mean of the token
+probabilities, and the threshold 0.5 is a guess (the calibration file says which).
+
+Warnings (codes, in this order): `low_confidence` (the confidence is below the threshold), `repetition`
+(the output ran to the length limit, or repeats itself: one token three times in a row, or a group of
+two to four tokens twice in a row), `unknown_words` (the source holds words never seen in training).
+
+Torch-free: the web process reads calibrations with it too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CALIBRATION_FILE = "calibration.json"  # in the model's folder; scripts/confidence_calibration.py writes it
+WARNINGS = ("low_confidence", "repetition", "unknown_words")
+CLOSE_MARGIN = 0.2  # a step whose two most likely tokens are closer than this in probability is a near-tie
+FEATURES = ("mean_logprob", "min_logprob", "mean_entropy", "close_share", "length_ratio", "unknown_share", "looped")
+DEFAULT_THRESHOLD = 0.5  # uncalibrated: a guess, and the calibration file says so
+
+
+@dataclass(frozen=True)
+class StepStat:
+    """One step of the model's own choice (a forced token is none): what the sentence's confidence reads."""
+
+    logprob: float  # of the chosen token (<eos> included)
+    entropy: float  # of the step's distribution, in nats
+    margin: float  # probability of the most likely token minus the second's
+
+
+def repeats(ids: Sequence[int]) -> bool:
+    """A loop: one token three times in a row, or a group of 2-4 tokens twice in a row ("in the north in the north")."""
+    for i in range(len(ids) - 2):
+        if ids[i] == ids[i + 1] == ids[i + 2]:
+            return True
+    for size in range(2, 5):
+        for i in range(len(ids) - 2 * size + 1):
+            if ids[i : i + size] == ids[i + size : i + 2 * size]:
+                return True
+    return False
+
+
+def sentence_features(
+    steps: Sequence[StepStat], *, out_len: int, src_len: int, unknown_share: float, looped: bool
+) -> dict[str, float]:
+    """The numbers a confidence is computed from (FEATURES), for one output."""
+    if not steps:  # a forced output, or nothing decoded: nothing the model chose
+        steps = [StepStat(0.0, 0.0, 1.0)]
+    n = len(steps)
+    return {
+        "mean_logprob": sum(s.logprob for s in steps) / n,
+        "min_logprob": max(min(s.logprob for s in steps), -30.0),  # a banned token's -inf would end any fit
+        "mean_entropy": sum(s.entropy for s in steps) / n,
+        "close_share": sum(s.margin < CLOSE_MARGIN for s in steps) / n,
+        "length_ratio": math.log((out_len + 1) / max(src_len, 1)),
+        "unknown_share": unknown_share,
+        "looped": float(looped),
+    }
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Features -> confidence, and the threshold below which an output is warned."""
+
+    weights: Mapping[str, float] = field(default_factory=dict)  # logistic regression on FEATURES; empty: uncalibrated
+    bias: float = 0.0
+    threshold: float = DEFAULT_THRESHOLD
+    checkpoint_hash: str = ""  # the weights it was fitted for
+
+    @property
+    def fitted(self) -> bool:
+        return bool(self.weights)
+
+    def confidence(self, features: Mapping[str, float]) -> float:
+        """0-1: fitted, the probability that the output is good; uncalibrated, the geometric mean token probability."""
+        if not self.fitted:
+            return math.exp(features["mean_logprob"])
+        return _sigmoid(self.bias + sum(w * features[name] for name, w in self.weights.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights": dict(self.weights), "bias": self.bias, "threshold": self.threshold,
+                "checkpoint_hash": self.checkpoint_hash}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
+        weights = {str(k): float(v) for k, v in dict(data.get("weights") or {}).items()}
+        if unknown := set(weights) - set(FEATURES):
+            raise ValueError(f"calibration: unknown features {sorted(unknown)}")
+        threshold = float(data.get("threshold", DEFAULT_THRESHOLD))
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"calibration: threshold {threshold} is not in 0..1")
+        return cls(weights, float(data.get("bias", 0.0)), threshold, str(data.get("checkpoint_hash", "")))
+
+
+def read_calibration(folder: str | Path, checkpoint_hash: str) -> Calibration:
+    """The folder's calibration when it was fitted for these weights; otherwise the uncalibrated default."""
+    path = Path(folder) / CALIBRATION_FILE
+    if not path.is_file():
+        return Calibration()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    calibration = Calibration.from_dict(data.get("calibration") or {})
+    if calibration.checkpoint_hash != checkpoint_hash:  # retrained since: its figures say nothing of these weights
+        return Calibration()
+    return calibration
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the done event says of its output: how sure, and what to beware of."""
+
+    confidence: float
+    warnings: list[str]
+    unknown_words: list[str]
+    features: dict[str, float]
+    threshold: float = DEFAULT_THRESHOLD  # low_confidence below this
+    calibrated: bool = False  # the confidence comes from a calibration fitted for these weights
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"confidence": round(self.confidence, 4), "warnings": list(self.warnings),
+                "unknown_words": list(self.unknown_words), "confidence_threshold": round(self.threshold, 4),
+                "calibrated": self.calibrated}
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A model's calibration and the source words it saw in training (None: not known, not checked)."""
+
+    calibration: Calibration = field(default_factory=Calibration)
+    known_words: frozenset[str] | None = None
+
+    def judge(
+        self, *, steps: Sequence[StepStat], ids: Sequence[int], reason: str, src_len: int, source: str | None
+    ) -> Judgement:
+        """The judgement of one finished output (`ids` without <eos>, `src_len` the source ids with its <eos>)."""
+        unknown: list[str] = []
+        share = 0.0
+        if source is not None and self.known_words is not None:
+            from modelcore.decoding.words import segment
+
+            words = segment(source)
+            unknown = list(dict.fromkeys(w for w in words if w not in self.known_words))
+            share = sum(w not in self.known_words for w in words) / len(words) if words else 0.0
+        looped = reason == "max_len" or repeats(ids)
+        features = sentence_features(steps, out_len=len(ids), src_len=src_len, unknown_share=share, looped=looped)
+        confidence = self.calibration.confidence(features)
+        warnings = [code for code, on in zip(
+            WARNINGS, (confidence < self.calibration.threshold, looped, bool(unknown)), strict=True) if on]
+        return Judgement(confidence, warnings, unknown, features, self.calibration.threshold, self.calibration.fitted)
+
+
+_judges: dict[tuple[str, str], Judge] = {}
+_judges_lock = threading.Lock()
+
+
+def judge_for(*, folder: str | Path, checkpoint_hash: str, metrics: Mapping[str, Any]) -> Judge:
+    """The judge of a model folder, built once per folder and weights (its training words take about a second)."""
+    key = (str(Path(folder).resolve()), checkpoint_hash)
+    with _judges_lock:  # one build per model, however many lanes of a worker open a decoder at once
+        if key not in _judges:
+            from modelcore.decoding.words import words_from_metrics
+
+            _judges[key] = Judge(read_calibration(folder, checkpoint_hash), words_from_metrics(metrics))
+        return _judges[key]

@@ -1,0 +1,73 @@
+"""Which words of a source the model never saw in training: words, not characters (jieba cuts the Chinese).
+
+A character-level model knows 北 and 京 from other sentences and still has never read 北京; the
+`unknown_words` warning is about words. The training side is cut the same way, from the training
+split the model's own metrics.json names (rebuilt offline, about a second): every word of jieba's
+precise cut and every dictionary word of its full cut (北京大学 gives 北京, 大学 and 北京大学 too), so a
+word the training text held inside a longer one counts as seen.
+
+Torch-free: the worker computes the warning at the end of a decode, and the web process may too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import unicodedata
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _segmenter() -> Any:
+    """One jieba tokenizer for the process (its dictionary, in the wheel, loads on first use: about 0.7 s)."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # its "Building prefix dict" lines would land on the CLI's stderr
+    tokenizer = jieba.Tokenizer()
+    with _lock:
+        tokenizer.initialize()
+    return tokenizer
+
+
+def _is_word(token: str) -> bool:
+    """Punctuation, symbols and spaces are no word a student could change."""
+    return any(unicodedata.category(char)[0] in "LN" for char in token)
+
+
+def segment(text: str) -> list[str]:
+    """`text` cut into words (jieba's precise cut, dictionary only: the same cut every time), punctuation left out."""
+    return [w for w in _segmenter().lcut(text, HMM=False) if _is_word(w)]
+
+
+def training_words(sources: Iterable[str]) -> frozenset[str]:
+    """Every word of the training sources: the precise cut and the full cut's dictionary words."""
+    tokenizer = _segmenter()
+    words: set[str] = set()
+    for text in sources:
+        words.update(tokenizer.lcut(text, HMM=False))
+        words.update(tokenizer.lcut(text, cut_all=True))
+    return frozenset(w for w in words if _is_word(w))
+
+
+def unknown_words(text: str, known: frozenset[str]) -> list[str]:
+    """The words of `text` the training sources never held, each once, in order."""
+    return list(dict.fromkeys(w for w in segment(text) if w not in known))
+
+
+def words_from_metrics(metrics: Mapping[str, Any]) -> frozenset[str] | None:
+    """The source words of the training split a model's metrics.json names; None when it cannot be rebuilt
+    (a model trained on an uploaded corpus, or on a task this version does not have)."""
+    from modelcore.tasks import TASK_NAMES, get_task
+
+    task = metrics.get("task")
+    if task not in TASK_NAMES:
+        return None
+    try:
+        pairs = get_task(task, **dict(metrics.get("task_options") or {})).train
+    except (TypeError, ValueError):
+        return None
+    return training_words(src for src, _ in pairs)

@@ -1,0 +1,138 @@
+"""An output's confidence and warnings, on real outputs of the shipped models, and the rules behind them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from modelcore.checkpoint import load_model
+from modelcore.decoding import DecodeParams, decode, decode_stream, open_decoder
+from modelcore.decoding.confidence import CALIBRATION_FILE, Calibration, StepStat, read_calibration, repeats
+from modelcore.decoding.words import segment, unknown_words
+
+ZH_EN = ["zh-en-post", "zh-en-pre", "zh-en-hsk"]
+
+# The playground's zh-en examples (webapp/playground/examples.py) and the lesson's sentences
+# (webapp/lesson/services.py's DEFAULT_SENTENCE, modelcore/lesson/demos.py's PADDING_PARTNER), with their translations.
+EXAMPLES = {
+    "我们看见我的猫。": "we see my cat .",
+    "去年她帮助了我。": "she helped me last year .",
+    "今天你的医生喝两杯茶。": "your doctor drinks two cups of tea today .",
+    "明天你不会帮助七个男孩。": "you will not help seven boys tomorrow .",
+    "昨天我在花园里画了三条大鱼。": "i drew three big fish in the garden yesterday .",
+    "上个星期九位医生帮助了一个年轻的男孩。": "nine doctors helped a young boy last week .",
+    "我的猫追了一只老鼠。": "my cat chased a mouse .",
+    "猫追老鼠。": "cats chase mice .",
+}
+
+
+def test_the_examples_list_is_the_playgrounds() -> None:
+    from webapp.playground.examples import EXAMPLES as SHOWN
+
+    assert set(SHOWN["zh-en"]) <= set(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", ZH_EN)
+def test_every_example_stays_right_and_unwarned_on_every_zh_en_model(name: str) -> None:
+    results = decode(load_model(name), list(EXAMPLES))
+    for (source, expected), done in zip(EXAMPLES.items(), results, strict=True):
+        judged = done.to_dict()
+        assert done.text == expected, source
+        assert judged["warnings"] == [], (source, judged)
+        assert 0.5 < judged["confidence"] <= 1, source
+
+
+def test_an_output_that_loops_to_the_length_limit_is_warned_of_repetition() -> None:
+    done = decode(load_model("zh-en-hsk"), ["他最终成功了。"])[0]
+    assert done.reason == "max_len" and done.text.startswith("he finally finally finally")
+    assert "repetition" in done.to_dict()["warnings"]
+
+
+def test_a_phrase_said_twice_is_a_repetition_even_when_the_model_ends_it() -> None:
+    done = decode(load_model("zh-en-hsk"), ["妈妈提醒我出门带伞。"])[0]
+    assert done.reason == "eos" and "to the sun to the sun" in done.text
+    assert "repetition" in done.to_dict()["warnings"]
+
+
+def test_words_never_seen_in_training_are_named_though_their_characters_are_known() -> None:
+    loaded = load_model("zh-en-post")
+    assert loaded.src_tokenizer.hf.encode("哥哥北京工作").ids.count(1) == 0  # every character is in its vocabulary
+    judged = decode(loaded, ["他哥哥在北京工作。"])[0].to_dict()
+    assert judged["unknown_words"] == ["哥哥", "北京", "工作"]
+    assert "unknown_words" in judged["warnings"] and "low_confidence" in judged["warnings"]
+
+
+def test_a_garbled_real_sentence_is_unsure_and_a_known_one_is_sure() -> None:
+    loaded = load_model("zh-en-hsk")
+    threshold = read_calibration(loaded.path, loaded.checkpoint_hash).threshold
+    garbled, known = decode(loaded, ["他哥哥在北京工作。", "我的猫追了一只老鼠。"])
+    assert garbled.text == "he is in the north ."
+    assert garbled.to_dict()["confidence"] < threshold < known.to_dict()["confidence"]
+    assert garbled.to_dict()["warnings"] == ["low_confidence"]
+
+
+def test_beam_search_and_the_stream_carry_the_same_judgement_as_greedy_where_they_agree() -> None:
+    loaded = load_model("zh-en-pre")
+    greedy = decode(loaded, ["去年她帮助了我。"])[0]
+    beam = decode(loaded, ["去年她帮助了我。"], DecodeParams(strategy="beam", beam_size=4))[0]
+    streamed = list(decode_stream(loaded, "去年她帮助了我。"))[-1]
+    assert beam.text == greedy.text
+    assert beam.to_dict()["confidence"] == pytest.approx(greedy.to_dict()["confidence"], abs=1e-3)
+    assert streamed.to_dict()["confidence"] == greedy.to_dict()["confidence"]
+
+
+def test_a_cancelled_request_has_no_confidence() -> None:
+    decoder = open_decoder(load_model("zh-en-post"))
+    decoder.add("a", "我们看见我的猫。")
+    decoder.step()
+    judged = decoder.cancel("a").to_dict()
+    assert judged["confidence"] is None and judged["warnings"] == []
+
+
+@pytest.mark.parametrize("name", ZH_EN)
+def test_the_shipped_calibration_is_for_the_shipped_weights(name: str) -> None:
+    loaded = load_model(name)
+    data = json.loads((loaded.path / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert data["calibration"]["checkpoint_hash"] == loaded.checkpoint_hash, "rerun scripts/confidence_calibration.py"
+    assert read_calibration(loaded.path, loaded.checkpoint_hash).fitted
+    assert data["test"]["sentences"] == 400 and data["good"]["at_least"] == 50
+
+
+def test_a_calibration_for_other_weights_is_not_used(tmp_path: Path) -> None:
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps(
+        {"calibration": {"weights": {"mean_logprob": 3.0}, "bias": 1.0, "threshold": 0.4, "checkpoint_hash": "old"}}))
+    assert read_calibration(tmp_path, "old").fitted
+    stale = read_calibration(tmp_path, "new")
+    assert not stale.fitted and stale.threshold == 0.5
+    assert stale.confidence({"mean_logprob": -0.5}) == pytest.approx(0.6065, abs=1e-4)  # geometric mean probability
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"weights": {"vibes": 1.0}}, "unknown features ['vibes']"),
+    ({"threshold": 1.5}, "threshold 1.5 is not in 0..1"),
+])
+def test_a_malformed_calibration_is_refused_with_its_fault(data: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        Calibration.from_dict(data)
+
+
+@pytest.mark.parametrize(("ids", "loop"), [
+    ([5, 9, 9, 9], True), ([5, 9, 9, 6], False), ([1, 2, 3, 1, 2, 3, 4], True), ([1, 2, 1, 3, 1, 4], False),
+    ([7, 8, 9, 10, 7, 8, 9, 10], True), ([], False),
+])
+def test_repeats_finds_a_token_three_times_or_a_group_twice(ids: list[int], loop: bool) -> None:
+    assert repeats(ids) is loop
+
+
+def test_segment_gives_words_without_punctuation() -> None:
+    assert segment("他哥哥在北京工作。") == ["他", "哥哥", "在", "北京", "工作"]
+    assert unknown_words("我们去北京，北京很大。", frozenset({"我们", "去", "很大"})) == ["北京"]
+
+
+def test_a_model_with_no_rebuildable_training_data_checks_no_words() -> None:
+    from modelcore.decoding.confidence import Judge
+
+    judged = Judge().judge(steps=[StepStat(-0.1, 0.5, 0.9)], ids=[4, 5], reason="eos", src_len=3, source="北京")
+    assert judged.unknown_words == [] and judged.warnings == []

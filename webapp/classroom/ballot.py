@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 
 from webapp.core.loops import per_loop
-from webapp.playground.services import playground_redis
+from webapp.core.redis_client import app_redis
 
 TTL_S = 24 * 3600
 OPEN, REVEALED, CLOSED = "open", "revealed", "closed"
@@ -43,7 +43,7 @@ def _keys(question_id: int) -> list[str]:
 
 def ballot_open(question_id: int) -> None:
     status, answers, counts, times = _keys(question_id)
-    pipe = playground_redis().pipeline(transaction=True)
+    pipe = app_redis().pipeline(transaction=True)
     pipe.set(status, OPEN, ex=TTL_S)
     pipe.delete(answers, counts, times)
     pipe.execute()
@@ -51,7 +51,7 @@ def ballot_open(question_id: int) -> None:
 
 def ballot_answer(question_id: int, user_id: int, choice: str) -> tuple[bool, str]:
     """(True, "") when counted; else (False, why): "already", or the question's status ("" when unknown)."""
-    return _verdict(playground_redis().eval(_ANSWER, 4, *_keys(question_id), str(user_id), choice, TTL_S, time.time()))
+    return _verdict(app_redis().eval(_ANSWER, 4, *_keys(question_id), str(user_id), choice, TTL_S, time.time()))
 
 
 async def ballot_answer_async(question_id: int, user_id: int, choice: str) -> tuple[bool, str]:
@@ -84,7 +84,7 @@ _script = per_loop(_loop_script)
 def ballot_close(question_id: int, status: str) -> dict[int, tuple[str, datetime | None]]:
     """Stop taking answers (revealed or closed); returns every answer taken, user id -> (choice, when it came)."""
     key, answers, _, times = _keys(question_id)
-    pipe = playground_redis().pipeline(transaction=True)
+    pipe = app_redis().pipeline(transaction=True)
     pipe.set(key, status, ex=TTL_S)
     pipe.hgetall(answers)
     pipe.hgetall(times)
@@ -101,7 +101,7 @@ def _moment(raw: bytes | None) -> datetime | None:
 
 def ballot_counts(question_id: int, options: list[str]) -> dict[str, int]:
     """How many chose each answer so far: the options first, in order, then typed answers."""
-    raw = playground_redis().hgetall(_keys(question_id)[2])
+    raw = app_redis().hgetall(_keys(question_id)[2])
     counts = {option: 0 for option in options}
     for choice, n in sorted(raw.items()):
         counts[choice.decode()] = int(n)
@@ -109,5 +109,5 @@ def ballot_counts(question_id: int, options: list[str]) -> dict[str, int]:
 
 
 def ballot_mine(question_id: int, user_id: int) -> str | None:
-    mine = playground_redis().hget(_keys(question_id)[1], str(user_id))
+    mine = app_redis().hget(_keys(question_id)[1], str(user_id))
     return mine.decode() if mine is not None else None

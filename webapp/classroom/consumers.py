@@ -29,10 +29,9 @@ from webapp.classroom.relay import SessionRelay, event_message, relay_target, re
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
 from webapp.core.loops import per_loop
 from webapp.core.sockets import JsonSocket
-from webapp.playground.consumers import LOST_MESSAGES
 from webapp.playground.handoff import handoff
-from webapp.playground.protocol import ProtocolError, parse_view_fields
-from webapp.playground.relay import WATCH_EVERY_S
+from webapp.playground.protocol import LOST_MESSAGES, ProtocolError, parse_view_fields
+from webapp.playground.relay import WATCH_EVERY_S, no_interactive_worker
 from webapp.playground.services import (
     attention_view,
     decode_cancel,
@@ -46,7 +45,6 @@ log = logging.getLogger(__name__)
 
 CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
-SAVED_TTL_S = 3600
 STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
 
 
@@ -81,6 +79,54 @@ class Coalescer:
 coalescer = per_loop(Coalescer)
 
 
+def lost_frame(request_id: str, code: str) -> dict[str, Any]:
+    return {"type": "error", "code": code, "request_id": request_id, "message": LOST_MESSAGES[code]}
+
+
+def watch_run(relay: SessionRelay, request_id: str) -> None:
+    """Watch this run for this process's sockets (one watch per relay), whether or not a console here watches it."""
+    watching = relay.lost_watch
+    if watching is None or watching[0] != request_id or watching[1].done():  # an older run's watch ends by itself
+        relay.lost_watch = (request_id, asyncio.ensure_future(_watch_unheard(relay, relay.code, request_id)))
+
+
+async def _watch_unheard(relay: SessionRelay, code: str, request_id: str) -> None:
+    """A run this process's screens follow, whatever became of its console (its web process restarted and the socket
+    went with it, or it runs in another web process that died): when no worker speaks for it (a frame, a beat) for
+    PLAYGROUND_WORKER_LOST_S, its worker died. End it with `worker_lost` for every screen (once, whichever process or
+    console sees it first), and answer the sockets waiting for its state with what is known; the session then says it
+    is not running."""
+    since = time.monotonic()
+    while relay.request_id == request_id and not relay.ended and relay.sockets:
+        await asyncio.sleep(WATCH_EVERY_S)
+        if time.monotonic() - max(since, relay.heard) <= settings.PLAYGROUND_WORKER_LOST_S:
+            continue
+        if relay.request_id != request_id:
+            return
+        if await stored.run_ended_by_its_worker(relay, request_id):  # the end did not reach this process: not lost
+            waiting, relay.waiting = relay.waiting, []
+            await _send_state_to(list(dict.fromkeys([*waiting, *([] if relay.ended else relay.sockets)])), request_id)
+            return
+        if await stored.run_lost(relay, request_id, lost_frame(request_id, "worker_lost")):
+            await get_channel_layer().group_send(session_group(code),
+                                                 event_message(lost_frame(request_id, "worker_lost")))
+        waiting, relay.waiting = relay.waiting, []
+        await _send_state_to(waiting, request_id)
+        return
+
+
+async def _send_state_to(sockets: list[Any], request_id: str) -> None:
+    """The ended run's state to these sockets (a socket closing meanwhile is skipped)."""
+    if not sockets:
+        return
+    text = await stored.ended_state_text(request_id)
+    for socket in sockets:
+        try:
+            await socket.send(text_data=text)
+        except Exception:  # a socket closing meanwhile: the others still get it
+            log.debug("state to a closing socket dropped", exc_info=True)
+
+
 class ClassroomSocket(JsonSocket):
     frame_types = (*CONSOLE_ACTIONS, "answer", "resync")
 
@@ -101,13 +147,26 @@ class ClassroomSocket(JsonSocket):
         self.session_id = session.pk
         self.drives = await _db(services.can_drive)(user, session)
         self.seated = not self.drives and await _db(services.session_join)(user=user, session=session) is not None
+        self._before_snapshot: list[str] | None = []  # what the relay hands this socket before its `session` frame
         self.relay: SessionRelay = await relays().join(
             self, self.code, request_id=session.state.get("request_id"), question=await _db(stored.open_public)(session),
-            on_final=stored.run_record)
+            on_final=stored.run_record, on_run=watch_run, on_gap=stored.run_gap)
+        await self._load_ended(session)
         self.present = True
         await presence_change(self.code, self.user_id, +1, student=not self.drives)
-        await self.send_json(await _db(stored.snapshot)(session, user, self.drives, self.relay))
+        snapshot = await _db(stored.snapshot)(session, user, self.drives, self.relay)
+        held, self._before_snapshot = self._before_snapshot, None
+        await self.send_json(snapshot)  # the `session` frame first (docs/classroom-socket.md), then what came meanwhile
+        for text in held:
+            await self.send(text_data=text)
         await self._send_state(session)
+
+    async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
+        held = getattr(self, "_before_snapshot", None)
+        if held is not None and text_data is not None and not close:
+            held.append(text_data)  # an event of the session (presence, a question) before this socket's snapshot
+            return
+        await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "relay", None) is not None:
@@ -126,14 +185,28 @@ class ClassroomSocket(JsonSocket):
         if not request_id:
             return
         relay = self.relay
+        running = session.state.get("running")
+        if running:
+            watch_run(relay, request_id)
+        else:
+            await self._load_ended(session)
         if relay.request_id == request_id and relay.complete:
             await self.send(text_data=relay.state_text())
             return
-        if session.state.get("running"):
+        if running:
             relay.waiting.append(self)
             await _redis(request_resync)(request_id)
             return
         await self.send(text_data=await stored.ended_state_text(request_id))
+
+    async def _load_ended(self, session: LiveSession) -> None:
+        """A run that ended before this process followed it: its kept transcript goes to the relay, which holds back
+        an open question's step from it (and finds the model's top-k there for the question's options)."""
+        request_id, relay = session.state.get("request_id"), self.relay
+        if request_id and not session.state.get("running") and relay.request_id == request_id and not relay.complete:
+            frames = orjson.loads(await stored.ended_state_text(request_id))["frames"]
+            if frames:
+                relay.load_ended(request_id, frames)
 
     async def on_resync(self, frame: dict[str, Any]) -> None:
         await self.paced_resync(self._resync_now)  # a full state frame at most once an interval (JsonSocket)
@@ -152,23 +225,24 @@ class ClassroomSocket(JsonSocket):
             return None
         return session
 
-    async def _driven(self) -> LiveSession | None:
-        """The session, when this user may drive it now (rights are read afresh); else an error frame."""
+    async def on_frame(self, kind: str, frame: dict[str, Any]) -> None:
+        """A console action goes to its `console_<type>` with the session, once this user may drive it now (rights
+        are read afresh at every action); the rest (answer, resync) to their `on_<type>`."""
+        if kind not in CONSOLE_ACTIONS:
+            await super().on_frame(kind, frame)
+            return
         session = await self._session()
         if session is None:
-            return None
+            return
         if not await _db(stored.drives_now)(self.user_id, session):
             await self.send_error("forbidden", "only the session's instructor (or an admin) drives it")
-            return None
-        return session
+            return
+        await getattr(self, f"console_{kind}")(session, frame)
 
     async def _publish(self, frame: dict[str, Any], **extra: Any) -> None:
         await get_channel_layer().group_send(session_group(self.code), event_message(frame, **extra))
 
-    async def on_run(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_run(self, session: LiveSession, frame: dict[str, Any]) -> None:
         try:
             model_name, request = parse_run(frame, session.model_name, services.attention_view_of(session.state))
             model = await _db(services.session_model_fields)(user=self.scope["user"], name=model_name)
@@ -197,38 +271,23 @@ class ClassroomSocket(JsonSocket):
                              "params": {"strategy": request.params.get("strategy", "greedy")}})
 
     async def _watch(self, request_id: str) -> None:
-        """The run is answered, or ended in words for everyone, as the playground's relay does for its requests.
-
-        No frame within PLAYGROUND_QUEUE_WAIT_S: no worker took it (`no_worker`, to the console).
-        Then no frame and no beat for PLAYGROUND_WORKER_LOST_S while it runs: its worker died
-        (`worker_lost`, to every screen, which would otherwise stay frozen on the last token).
-        """
+        """No frame within PLAYGROUND_QUEUE_WAIT_S, or no interactive worker alive any more: no worker took the run
+        (`no_worker`, to the console). Once its first frame arrives, watch_run (every web process whose screens
+        follow it) ends it with `worker_lost` if its worker goes silent."""
         waited = 0.0
         while self.relay.request_id != request_id:
-            if waited >= settings.PLAYGROUND_QUEUE_WAIT_S:
-                if await self._end_lost(request_id):
+            if waited >= settings.PLAYGROUND_QUEUE_WAIT_S or await no_interactive_worker():
+                if await self._end_lost(request_id, "no_worker"):
                     await self.send_error("no_worker", "no decoding worker took this run in time; try again in a minute")
                 return
             await asyncio.sleep(WATCH_EVERY_S)
             waited += WATCH_EVERY_S
-        while self.relay.request_id == request_id and not self.relay.ended:
-            if time.monotonic() - self.relay.heard > settings.PLAYGROUND_WORKER_LOST_S:
-                if await self._end_lost(request_id):
-                    await self._publish({"type": "error", "code": "worker_lost", "request_id": request_id,
-                                         "message": LOST_MESSAGES["worker_lost"]})
-                return
-            await asyncio.sleep(WATCH_EVERY_S)
 
-    async def _end_lost(self, request_id: str) -> bool:
+    async def _end_lost(self, request_id: str, code: str) -> bool:
         """Stop a run no worker is answering for and mark the session idle; False when it is no longer the run."""
         if getattr(self, "closing", False):
             return False
-        session = await _db(services.session_by_code)(self.code)
-        if session is None or session.state.get("request_id") != request_id or not session.state.get("running"):
-            return False  # a newer run took its place, or it ended meanwhile
-        await _redis(decode_cancel)(user_id=self.user_id, request_ids=[request_id])
-        await _db(services.session_state_update)(session=session, running=False)
-        return True
+        return await stored.run_lost(self.relay, request_id, lost_frame(request_id, code))
 
     async def _cancel_running(self, session: LiveSession) -> None:
         state = session.state
@@ -238,10 +297,7 @@ class ClassroomSocket(JsonSocket):
         if self.relay.held_seq is not None:
             await self._publish({"type": "question_closed"})
 
-    async def on_step(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_step(self, session: LiveSession, frame: dict[str, Any]) -> None:
         state = session.state
         ended_here = self.relay.ended and self.relay.request_id == state.get("request_id")
         if not (state.get("running") and state.get("params", {}).get("step_mode")) or ended_here:
@@ -249,19 +305,13 @@ class ClassroomSocket(JsonSocket):
             return
         await _redis(decode_step)(request_ids=[state["request_id"]])
 
-    async def on_cancel(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_cancel(self, session: LiveSession, frame: dict[str, Any]) -> None:
         if not session.state.get("running"):
             await self.send_error("not_running", "nothing is running")
             return
         await self._cancel_running(session)
 
-    async def on_views(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_views(self, session: LiveSession, frame: dict[str, Any]) -> None:
         start = self.relay.start_frame() or {}
         layers = (start.get("model_config") or {}).get("n_decoder_layers")
         try:
@@ -282,10 +332,7 @@ class ClassroomSocket(JsonSocket):
         if text is not None:
             await self._publish(orjson.loads(text))
 
-    async def on_question(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_question(self, session: LiveSession, frame: dict[str, Any]) -> None:
         try:
             spec = questions.parse_question(frame)
             request_id, seq, options = None, None, None
@@ -319,10 +366,7 @@ class ClassroomSocket(JsonSocket):
         options = {"attention": source_options(src), "stop": ["yes", "no"]}.get(kind, [])
         return state["request_id"], seq, options
 
-    async def on_reveal(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_reveal(self, session: LiveSession, frame: dict[str, Any]) -> None:
         question = await _db(questions.open_question)(session)
         if question is None:
             await self.send_error("not_open", "no question is open")
@@ -360,19 +404,13 @@ class ClassroomSocket(JsonSocket):
             await asyncio.sleep(0.05)
         return None
 
-    async def on_close_question(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_close_question(self, session: LiveSession, frame: dict[str, Any]) -> None:
         if await _db(questions.questions_close)(session=session) == 0:
             await self.send_error("not_open", "no question is open")
             return
         await self._publish({"type": "question_closed"})
 
-    async def on_end(self, frame: dict[str, Any]) -> None:
-        session = await self._driven()
-        if session is None:
-            return
+    async def console_end(self, session: LiveSession, frame: dict[str, Any]) -> None:
         await self._cancel_running(session)
         await _db(services.session_end)(session=session)
         await self._publish({"type": "ended"})

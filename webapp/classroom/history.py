@@ -7,8 +7,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from webapp.classroom.models import Answer, LiveSession, Run
-from webapp.classroom.questions import answer_counts
+from webapp.classroom.models import Answer, LiveSession, Question, Run
+from webapp.classroom.questions import answer_counts, open_question
+from webapp.classroom.relay import STEP_TYPES
 from webapp.classroom.services import session_state_update
 
 
@@ -34,10 +35,29 @@ def run_finished(*, request_id: str, frames: list[dict[str, Any]]) -> None:
 
 
 def session_history(session: LiveSession) -> dict[str, Any]:
-    """A session's transcript: its runs, its questions with their counts and reveals."""
+    """A session's transcript: its runs, its questions with their counts and reveals.
+
+    While a question about a step is open, that step and every later one of its run are left out (for everyone, as on
+    the live screens): the run shows the steps before it and no text or reason yet.
+    """
     questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count()}
                  for q in session.questions.all()]
-    return {"runs": list(session.runs.all()), "questions": questions}
+    runs = list(session.runs.all())
+    held = open_question(session)
+    if held is not None and held.seq is not None and held.kind != Question.CHOICE:
+        for run in runs:
+            if run.request_id == held.request_id:
+                run.frames = frames_before_step(run.frames or [], held.seq)
+                run.text, run.reason, run.held = "", "", True
+    return {"runs": runs, "questions": questions}
+
+
+def frames_before_step(frames: list[dict[str, Any]], seq: int) -> list[dict[str, Any]]:
+    """The frames before the first one of step `seq` (token or beams): what may be shown while that step is held."""
+    for i, frame in enumerate(frames):
+        if frame.get("type") in STEP_TYPES and frame.get("seq") == seq:
+            return frames[:i]
+    return frames
 
 
 def answers_csv(session: LiveSession) -> str:

@@ -12,7 +12,7 @@ from django.utils import timezone
 from webapp.classroom.models import Participant
 from webapp.classroom.relay import event_message, session_group
 from webapp.core.loops import per_loop
-from webapp.playground.services import playground_redis
+from webapp.core.redis_client import app_redis
 
 PRESENCE_EVERY_S = 0.1  # a class joining at once reaches the console as a few updates, not one per student
 TTL_S = 24 * 3600
@@ -24,7 +24,7 @@ def presence_key(code: str) -> str:
 
 def _count(code: str, user_id: int, delta: int) -> int:
     """This user's open sockets in the session after the change (a user with two tabs is present once)."""
-    client = playground_redis()
+    client = app_redis()
     key = presence_key(code)
     pipe = client.pipeline(transaction=True)
     pipe.hincrby(key, str(user_id), delta)

@@ -1,7 +1,7 @@
 """A session's frames for every socket of one web process: one channel-layer message per step per process.
 
 The session's decode is an ordinary playground job whose `relay` is the session's group
-channel (`relay_target`): the worker publishes each step once on it, every web process with
+(`relay_target`): the worker publishes each step once on it, every web process with
 a participant of the session receives it once (its SessionRelay subscribes one channel to the
 group), and the relay hands the frame text to each of its sockets as it came, without a
 message or a dispatch per student. Classroom events (questions, answers, reveal, presence,
@@ -23,6 +23,7 @@ from channels.layers import get_channel_layer
 
 from webapp.classroom.reveal import next_token_options
 from webapp.core.loops import per_loop
+from webapp.playground.relay import group_target
 
 STEP_TYPES = ("token", "beams")  # the frames that carry a step's seq
 log = logging.getLogger(__name__)
@@ -35,13 +36,9 @@ def session_group(code: str) -> str:
 
 
 def relay_target(code: str) -> str:
-    """The channel a session's decode job names as its relay: the group's own pub/sub channel.
-
-    The worker sends to it with an ordinary `send`, which the pub/sub layer publishes once;
-    every web process subscribed to the group gets it (channels_redis.pubsub names a group's
-    channel this way).
-    """
-    return get_channel_layer()._get_group_channel_name(session_group(code))
+    """What a session's decode job names as its relay: the session's group. The worker's `group_send` is one
+    publish on the pub/sub layer, and every web process subscribed to the group gets it once."""
+    return group_target(session_group(code))
 
 
 def event_message(frame: dict[str, Any], *, to: str = "all", **extra: Any) -> dict[str, Any]:
@@ -61,7 +58,7 @@ class Seat(Protocol):
 
 
 class SessionRelay:
-    def __init__(self, code: str, on_final: Any) -> None:
+    def __init__(self, code: str, on_final: Any, on_run: Any = None, on_gap: Any = None) -> None:
         self.code = code
         self.sockets: dict[Any, None] = {}  # in the order they joined
         self.channel: str | None = None
@@ -69,6 +66,7 @@ class SessionRelay:
         self.request_id: str | None = None
         self.frames: list[str] = []  # the current request's frame texts, in the worker's order
         self.seqs: list[int | None] = []  # beside each frame, its step's seq (None: not a step), parsed once
+        self.steps_seen = 0  # how many of those are steps (token or beams): each frame checks it for a lost step
         self.start_parsed: dict[str, Any] | None = None  # the current request's `start` frame, parsed once
         self.complete = False  # frames hold everything from `start` on
         self.ended = False
@@ -77,7 +75,10 @@ class SessionRelay:
         self.held_from: int | None = None  # index in frames of the held step: it and every frame after wait
         self.waiting: list[Any] = []  # sockets that asked for the state before this relay had it
         self.heard = time.monotonic()  # the current request's last frame or worker beat here
+        self.lost_watch: tuple[str, asyncio.Task[None]] | None = None  # (run, task): ends it if its worker goes silent
         self._on_final = on_final
+        self._on_run = on_run  # called (relay, request_id) when a run's first frame arrives here
+        self._on_gap = on_gap  # awaited (relay, request_id, ended) when a step is seen to have been lost on its way
 
     async def start(self, *, request_id: str | None, question: dict[str, Any] | None) -> None:
         layer = get_channel_layer()
@@ -118,17 +119,14 @@ class SessionRelay:
     def start_frame(self) -> dict[str, Any] | None:
         return self.start_parsed
 
-    @property
-    def steps_seen(self) -> int:
-        """How many step frames (token or beams) of the current request arrived here."""
-        return sum(step is not None for step in self.seqs)
-
     def _keep(self, frames: list[dict[str, Any]], texts: list[str]) -> None:
         """Record frames (parsed, and their texts) as the current request's, after those kept."""
         if not self.frames and frames and frames[0].get("type") == "start":
             self.start_parsed = frames[0]
         self.frames.extend(texts)
-        self.seqs.extend(f.get("seq") if f.get("type") in STEP_TYPES else None for f in frames)
+        seqs = [f.get("seq") if f.get("type") in STEP_TYPES else None for f in frames]
+        self.seqs.extend(seqs)
+        self.steps_seen += sum(seq is not None for seq in seqs)
 
     # -- the pump ---------------------------------------------------------------------------------
 
@@ -157,7 +155,7 @@ class SessionRelay:
     async def _frame(self, request_id: str, final: bool, text: str) -> None:
         frame = orjson.loads(text)  # once per frame and web process, whatever the serializer's spacing
         if frame.get("type") == "state":  # the worker's resync answer
-            await self._state_arrived(request_id, frame)
+            await self.state_arrived(request_id, frame)
             return
         self.heard = time.monotonic()
         if request_id != self.request_id:  # a new run: its `start` begins the record
@@ -165,6 +163,11 @@ class SessionRelay:
             self._forget()
             self.held_seq = self.held_from = None
             self.complete = frame.get("type") == "start"
+            if self._on_run is not None:
+                self._on_run(self, request_id)
+        lost = self.complete and self._lost_before(frame)
+        if lost:  # this copy has a hole: new screens wait for the worker's whole copy instead of getting it
+            self.complete = False
         self._keep([frame], [text])
         if self.held_from is None and self.held_seq is not None and self.seqs[-1] == self.held_seq:
             self.held_from = len(self.frames) - 1
@@ -178,21 +181,45 @@ class SessionRelay:
                                              "options": options}).decode())
         if final:
             self.ended = True
+        if lost and self._on_gap is not None:
+            await self._on_gap(self, request_id, final)
+        if final:
             await self._on_final(self, request_id)
 
-    def _forget(self) -> None:
-        self.frames, self.seqs, self.start_parsed = [], [], None
+    def _lost_before(self, frame: dict[str, Any]) -> bool:
+        """Whether this frame shows that a step of the run never arrived here (a Redis outage, a web process's
+        channel layer reconnecting): a step's seq beyond the steps seen, or `done` counting more steps."""
+        if frame.get("type") in STEP_TYPES:
+            return frame.get("seq") != self.steps_seen
+        if frame.get("type") == "done":
+            return isinstance(frame.get("steps"), int) and frame["steps"] > self.steps_seen
+        return False
 
-    async def _state_arrived(self, request_id: str, state: dict[str, Any]) -> None:
+    def _forget(self) -> None:
+        self.frames, self.seqs, self.start_parsed, self.steps_seen = [], [], None, 0
+
+    def _replace(self, frames: list[dict[str, Any]]) -> None:
+        """Hold these frames as the whole of the current request (from its `start`), the held step found in them."""
+        self._forget()
+        self._keep(frames, [orjson.dumps(frame).decode() for frame in frames])
+        self.complete = True
+        held = [i for i, step in enumerate(self.seqs) if self.held_seq is not None and step == self.held_seq]
+        self.held_from = held[0] if held else None
+
+    def load_ended(self, request_id: str, frames: list[dict[str, Any]]) -> None:
+        """An ended run's kept transcript, for a relay that started after it ended: its screens then get the state
+        with the held step left out, and the reveal finds that step here, as on a relay that saw the run."""
+        if request_id != self.request_id or self.complete:
+            return
+        self._replace(frames)
+        self.ended = True
+
+    async def state_arrived(self, request_id: str, state: dict[str, Any]) -> None:
+        """The worker's whole copy of the current run (its resync answer, or the copy it kept at the end)."""
         if request_id != self.request_id:
             return
-        known = len(self.frames)
-        if not self.complete or len(state["frames"]) >= known:
-            self._forget()
-            self._keep(state["frames"], [orjson.dumps(frame).decode() for frame in state["frames"]])
-            self.complete = True
-            held = [i for i, step in enumerate(self.seqs) if self.held_seq is not None and step == self.held_seq]
-            self.held_from = held[0] if held else None
+        if not self.complete or len(state["frames"]) >= len(self.frames):
+            self._replace(state["frames"])
         waiting, self.waiting = self.waiting, []
         if waiting:
             shown = self.state_text()
@@ -231,9 +258,6 @@ async def _safe_send(socket: Any, text: str) -> None:
         log.debug("classroom frame to a closing socket dropped", exc_info=True)
 
 
-
-
-
 def _state(request_id: str, texts: list[str]) -> str:
     return f'{{"type": "state", "request_id": {orjson.dumps(request_id).decode()}, "frames": [{", ".join(texts)}]}}'
 
@@ -246,11 +270,11 @@ class Relays:
         self.lock = asyncio.Lock()
 
     async def join(self, socket: Any, code: str, *, request_id: str | None, question: dict[str, Any] | None,
-                   on_final: Any) -> SessionRelay:
+                   on_final: Any, on_run: Any = None, on_gap: Any = None) -> SessionRelay:
         async with self.lock:
             relay = self.by_code.get(code)
             if relay is None:
-                relay = SessionRelay(code, on_final)
+                relay = SessionRelay(code, on_final, on_run, on_gap)
                 await relay.start(request_id=request_id, question=question)
                 self.by_code[code] = relay
             relay.sockets[socket] = None

@@ -12,10 +12,11 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from webapp.classroom import history, questions, services
-from webapp.classroom.models import LiveSession, Question
+from webapp.classroom.models import LiveSession, Question, Run
 from webapp.classroom.relay import SessionRelay
 from webapp.classroom.reveal import next_token_options
-from webapp.playground.services import ended_state, playground_redis
+from webapp.core.redis_client import app_redis
+from webapp.playground.services import decode_cancel, ended_state, request_resync
 
 log = logging.getLogger(__name__)
 
@@ -117,19 +118,81 @@ async def ended_state_text(request_id: str) -> str:
     return text
 
 
-async def run_record(relay: SessionRelay, request_id: str) -> None:
-    """Keep the transcript of a run that just ended, once for all web processes (the first to claim it)."""
-    claimed = await sync_to_async(playground_redis().set, thread_sensitive=False)(f"classroom:saved:{request_id}", "1", nx=True, ex=SAVED_TTL_S)
-    if not claimed:
-        return
-    frames = [orjson.loads(text) for text in relay.frames] if relay.complete else None
-    for _ in range(10) if frames is None else ():
+STEPS_LOST = ("some of this run's steps were lost on their way to this screen (the message service was away) and "
+              "could not be fetched again")
+
+
+async def _workers_copy(request_id: str) -> list[dict[str, Any]] | None:
+    """The frames the worker kept when this run ended (it writes them as it sends `done`: a moment may pass)."""
+    for _ in range(10):
         text = await sync_to_async(ended_state, thread_sensitive=False)(request_id)
         if text:
-            frames = json.loads(text)["frames"]
-            break
+            return json.loads(text)["frames"]
         await asyncio.sleep(0.1)
+    return None
+
+
+def _with_hole_named(relay: SessionRelay, request_id: str) -> list[dict[str, Any]]:
+    """This process's incomplete copy of a run, ended by an error frame that says steps are missing."""
+    frames = [orjson.loads(text) for text in relay.frames]
+    return [*frames, {"type": "error", "code": "steps_lost", "request_id": request_id, "message": STEPS_LOST}]
+
+
+async def run_gap(relay: SessionRelay, request_id: str, ended: bool) -> None:
+    """A step of this run never reached this process: ask its worker for its whole copy (a running run answers with a
+    `state` between two steps), or take the copy it kept (an ended run). The relay's screens wait for it meanwhile."""
+    if not ended:
+        await sync_to_async(request_resync, thread_sensitive=False)(request_id)
+        return
+    frames = await _workers_copy(request_id)
+    await relay.state_arrived(request_id, {"frames": frames if frames is not None else _with_hole_named(relay, request_id)})
+
+
+async def run_record(relay: SessionRelay, request_id: str, *, workers_copy_first: bool = False) -> None:
+    """Keep the transcript of a run that just ended, once for all web processes (the first to claim it): this
+    process's copy when whole (unless `workers_copy_first`), else the worker's; a hole neither fills is kept with an
+    error frame naming it."""
+    claimed = await sync_to_async(app_redis().set, thread_sensitive=False)(f"classroom:saved:{request_id}", "1", nx=True, ex=SAVED_TTL_S)
+    if not claimed:
+        return
+    mine = relay.complete and not workers_copy_first
+    frames = [orjson.loads(text) for text in relay.frames] if mine else await _workers_copy(request_id)
+    if frames is None:
+        frames = _with_hole_named(relay, request_id) if relay.request_id == request_id and relay.frames else []
     try:
-        await database_sync_to_async(history.run_finished, thread_sensitive=False)(request_id=request_id, frames=frames or [])
+        await database_sync_to_async(history.run_finished, thread_sensitive=False)(request_id=request_id, frames=frames)
     except Exception:
         log.exception("could not keep the transcript of %s", request_id)
+
+
+def _lost(request_id: str, frames: list[dict[str, Any]], error: dict[str, Any]) -> bool:
+    """In a thread: claim the lost run once for all web processes, end it (the session idle, its transcript kept
+    with the error as its last frame); False when another process claimed it, it ended, or a newer run replaced it."""
+    if not app_redis().set(f"classroom:lost:{request_id}", "1", nx=True, ex=SAVED_TTL_S):
+        return False
+    run = Run.objects.filter(request_id=request_id).select_related("session").first()
+    session = run.session if run is not None else None
+    if session is None or session.state.get("request_id") != request_id or not session.state.get("running"):
+        return False
+    # A worker that comes back finds the cancel flag and drops it; the driver's slot is freed.
+    decode_cancel(user_id=session.state.get("driver") or session.instructor_id, request_ids=[request_id])
+    history.run_finished(request_id=request_id, frames=[*frames, error])  # marks the session not running
+    _ended_states.pop(request_id, None)
+    return True
+
+
+async def run_ended_by_its_worker(relay: SessionRelay, request_id: str) -> bool:
+    """Whether the run's worker ended it (it keeps its copy as it sends `done`), though this process did not see the
+    end: its relay began following after the `done`, or the process was too busy to read it in time. The run is then
+    kept from the worker's copy (once for all processes), never called lost."""
+    if not await sync_to_async(ended_state, thread_sensitive=False)(request_id):
+        return False
+    await run_record(relay, request_id, workers_copy_first=True)
+    return True
+
+
+async def run_lost(relay: SessionRelay, request_id: str, error: dict[str, Any]) -> bool:
+    """End a run no worker answers for (`no_worker`, `worker_lost`) with the frames that reached this process:
+    a reconnecting screen then gets them and the error as the run's `state`, and the session says it is not running."""
+    frames = [orjson.loads(text) for text in relay.frames] if relay.request_id == request_id else []
+    return await database_sync_to_async(_lost, thread_sensitive=False)(request_id, frames, error)

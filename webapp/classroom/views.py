@@ -24,7 +24,7 @@ from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import VIEWS, LiveSession
 from webapp.playground.examples import examples_for
 from webapp.playground.protocol import MAX_BEAMS
-from webapp.playground.views import _strings as playground_strings
+from webapp.playground.strings import page_strings
 
 
 class NewSessionForm(forms.Form):
@@ -252,7 +252,7 @@ def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
 def _strings() -> dict[str, Any]:
     """The pages' script messages, in the reader's language; the views' own come from the playground."""
     return {
-        **playground_strings(),
+        **page_strings(),
         "connecting": _("Connecting…"),
         "live": _("Live"),
         "reconnecting": _("The connection dropped; reconnecting…"),

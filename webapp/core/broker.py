@@ -61,10 +61,24 @@ def on_every_connect(app: Any, queue: str, action: Callable[[], Any], what: str)
         finally:
             connection.close()
 
-    step = type(f"OnConnect_{queue}", (bootsteps.StartStopStep,), {
-        "name": f"{__name__}.on_connect.{queue}",
+    step = type(f"OnConnect_{queue}_{action.__name__}", (bootsteps.StartStopStep,), {
+        "name": f"{__name__}.on_connect.{queue}.{action.__name__}",  # one step per action: a queue may have several
         "requires": ("celery.worker.consumer.tasks:Tasks",),
         "start": start,
         "__doc__": f"Each time a worker reading {queue!r} connects to the broker: {what}.",
     })
     app.steps["consumer"].add(step)
+
+
+def send_queued_again(queued: Any, task: str, queue: str | None = None) -> int:
+    """Send `task` again for every row of `queued` (a queryset of runs still queued in the database): after a Redis
+    that restarted empty their messages are gone. A run whose message survived gets two; its task must find it
+    running or ended the second time and do nothing."""
+    from webapp.celery import app
+
+    run_ids = list(queued.values_list("pk", flat=True))
+    for run_id in run_ids:
+        app.send_task(task, args=[run_id], **({"queue": queue} if queue else {}))
+    if run_ids:
+        log.info("sent %d queued %s again", len(run_ids), task)
+    return len(run_ids)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import redis
+from webapp.core.redis_client import redis_for
 
 # KEYS: running set, per-minute set. ARGV: now, max running, max per minute, member, running entry's expiry.
 # Returns {0} (accepted), {1} (too many running) or {2, seconds until a slot frees} (rate).
@@ -30,12 +30,6 @@ return {0}
 
 
 @functools.lru_cache(maxsize=4)
-def limits_redis(url: str) -> redis.Redis:
-    """One shared client (a thread-safe pool) per Redis URL."""
-    return redis.Redis.from_url(url)
-
-
-@functools.lru_cache(maxsize=4)
 def admit_script(url: str) -> Any:
     """The limits script, sent once and then called by its hash (EVALSHA)."""
-    return limits_redis(url).register_script(ADMIT)
+    return redis_for(url).register_script(ADMIT)

@@ -228,6 +228,10 @@ class JsonSocket(AsyncWebsocketConsumer):
             allowed = ", ".join(self.frame_types)
             await self.send_error("unknown_type", f"unknown frame type {str(kind)[:40]!r} (expected one of: {allowed})")
             return
+        await self.on_frame(kind, frame)
+
+    async def on_frame(self, kind: str, frame: dict[str, Any]) -> None:
+        """A well-formed frame of one of `frame_types`: its `on_<type>` handles it."""
         await getattr(self, f"on_{kind}")(frame)
 
     async def send_json(self, payload: dict[str, Any]) -> None:

@@ -273,3 +273,84 @@ async def test_a_new_layer_or_head_reaches_every_screen_for_the_steps_so_far_and
     assert (token["attention"]["layer"], token["attention"]["head"]) == (0, 1)
     for ws in (console, ws_a):
         await ws.disconnect()
+
+
+async def test_a_held_last_step_stays_held_in_the_history_and_on_a_process_that_starts_after_the_run(
+        worker, session, instructor, make_student, client_as):
+    """The held step is the run's last (its token limit): the run ends while the question is open. The history, and a
+    student whose socket reaches a process with no relay for the session (every socket here closed), still see only
+    the steps before it and the question's options; the reveal then works from the kept transcript and releases the
+    step to that student."""
+    from asgiref.sync import sync_to_async
+
+    from webapp.classroom.models import Run
+
+    ann = await db(make_student)("ann")
+    console, _ = await seat(session, instructor)
+    student, _ = await seat(session, ann)
+    await console.send_json_to({"type": "run", "source": SOURCE, "step_mode": True, "min_len": 6, "max_len": 6})
+    start = await until(console, "start")
+    for seq in range(5):
+        await console.send_json_to({"type": "step"})
+        await until(console, "token", seq=seq)
+    await console.send_json_to({"type": "question", "kind": "next_token"})
+    question = await until(student, "question")
+    assert question["seq"] == 5
+    options = (await until(student, "options"))["options"]
+    for _ in range(100):  # the worker answers the held step, its last, and the run is kept
+        if await db(Run.objects.filter(request_id=start["request_id"], ended__isnull=False).exists)():
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the run was not kept")
+    assert await student.receive_nothing(timeout=0.3)  # neither the step nor `done` reached the screens
+
+    page = await sync_to_async(lambda: client_as(ann).get(f"/classroom/{session.code}/history/").content.decode())()
+    assert "4: " in page and "5: " not in page and "stopped by" not in page
+    assert 'data-testid="run-held"' in page
+
+    for ws in (console, student):
+        await ws.disconnect()
+    student, snapshot = await seat(session, ann)  # this process has no relay of the session any more
+    assert snapshot["question"]["id"] == question["id"] and snapshot["question"]["options"] == options
+    state = await until(student, "state")
+    assert [(f["type"], f.get("seq")) for f in state["frames"]] == [("start", None)] + [("token", i) for i in range(5)]
+    await student.send_json_to({"type": "answer", "question": question["id"], "choice": options[0]})
+    await until(student, "answered")
+    console, _ = await seat(session, instructor)
+    await console.send_json_to({"type": "reveal"})
+    held = await until(student, "token")
+    assert held["seq"] == 5  # released just before the reveal, then the run's end
+    assert (await until(student, "done"))["reason"] == "max_len"
+    reveal = await until(student, "reveal")
+    assert reveal["answer"] == held["token"] and reveal["you"]["correct"] is (options[0] == held["token"])
+    page = await sync_to_async(lambda: client_as(ann).get(f"/classroom/{session.code}/history/").content.decode())()
+    assert "5: " in page and 'data-testid="run-held"' not in page
+    for ws in (console, student):
+        await ws.disconnect()
+
+
+async def test_the_session_frame_comes_first_though_events_reach_the_socket_while_it_is_built(
+        session, instructor, make_student, monkeypatch):
+    """A socket joins the session's relay before its snapshot is read from the database; what the relay hands it
+    meanwhile (a student arriving: the console's presence list) comes after the `session` frame, not before it."""
+    import time as clock
+
+    from webapp.classroom import socket_state
+
+    built = socket_state.snapshot
+
+    def slowly(*args, **kwargs):
+        clock.sleep(1.0)  # a busy database: a student arrives meanwhile
+        return built(*args, **kwargs)
+
+    monkeypatch.setattr(socket_state, "snapshot", slowly)
+    console = asyncio.ensure_future(seat(session, instructor))  # seat() asserts the first frame is `session`
+    await asyncio.sleep(0.3)
+    ann, _ = await seat(session, await db(make_student)("ann"))
+    ws, first = await console
+    assert first["role"] == "console"
+    while "ann" not in (await until(ws, "presence"))["names"]:  # the event is not lost: it follows
+        pass
+    for socket in (ws, ann):
+        await socket.disconnect()

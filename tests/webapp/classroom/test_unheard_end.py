@@ -1,0 +1,64 @@
+"""A run whose `done` never reached this web process (its relay began following after the end, or the process was
+too busy to read the end in time) while the session still says it runs: the worker kept its copy, so the run is kept
+from that copy and every waiting screen gets all its steps. It is not called `worker_lost` (seen under load in the
+rolling-restart test: a screen's whole run replaced by that error)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+from channels.db import database_sync_to_async
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+RUN = "run-unheard"
+
+
+class Screen:
+    drives = False
+    user_id = 0
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+
+    async def send(self, text_data: str) -> None:
+        self.frames.append(orjson.loads(text_data))
+
+    async def classroom_event(self, message: dict[str, Any]) -> None:
+        pass
+
+
+async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_workers_copy_not_lost(session, settings):
+    from webapp.classroom import history
+    from webapp.classroom import socket_state as stored
+    from webapp.classroom.consumers import _watch_unheard
+    from webapp.classroom.models import LiveSession
+    from webapp.classroom.relay import SessionRelay
+    from webapp.core.redis_client import app_redis
+    from webapp.playground import keys
+
+    settings.PLAYGROUND_WORKER_LOST_S = 0.5
+    state = {"source": "a b c", "params": {}, "request_id": RUN, "running": True, "tokens": [], "driver": None}
+    await database_sync_to_async(stored.run_begin)(session, session.model_name, state, RUN)
+    frames = [{"type": "start", "request_id": RUN},
+              *({"type": "token", "request_id": RUN, "seq": i, "token": t} for i, t in enumerate("cba")),
+              {"type": "done", "request_id": RUN, "text": "c b a", "reason": "eos"}]
+    app_redis().set(keys.state_key(RUN), json.dumps({"type": "state", "request_id": RUN, "frames": frames}), ex=60)
+
+    relay = SessionRelay(session.code, on_final=stored.run_record)
+    relay.request_id = RUN  # following the run, nothing heard of it here
+    screen = Screen()
+    relay.sockets[screen] = None
+    relay.waiting.append(screen)
+    await _watch_unheard(relay, session.code, RUN)
+
+    assert [f["type"] for f in screen.frames] == ["state"]
+    shown = screen.frames[0]["frames"]
+    assert [f["seq"] for f in shown if f["type"] == "token"] == [0, 1, 2] and shown[-1]["type"] == "done"
+    assert not any(f["type"] == "error" for f in shown)
+    kept = await database_sync_to_async(history.run_frames)(RUN)
+    assert kept == frames  # the history replays the whole run
+    fresh = await database_sync_to_async(LiveSession.objects.get)(pk=session.pk)
+    assert not fresh.state.get("running")

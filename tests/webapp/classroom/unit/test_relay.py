@@ -1,0 +1,249 @@
+"""A session's relay in one web process: what each screen is shown, what is held for a question, what a late
+joiner's state holds, and how a worker's `state` repairs a record that began mid-run (no services: the
+channel layer is a list of messages)."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+import orjson
+
+from webapp.classroom.relay import SessionRelay, event_message
+from webapp.playground.relay import beat_message, frames_message
+
+RUN = "run-1"
+
+
+class Screen:
+    """A socket of the session: what it was sent, in order."""
+
+    drives = False
+    user_id = 0
+
+    def __init__(self, *, broken: bool = False) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.broken = broken
+
+    async def send(self, text_data: str) -> None:
+        if self.broken:
+            raise ConnectionError("closing")
+        self.frames.append(orjson.loads(text_data))
+
+    async def classroom_event(self, message: dict[str, Any]) -> None:
+        self.events.append(message["frame"])
+
+    def seqs(self) -> list[int]:
+        return [f["seq"] for f in self.frames if f["type"] == "token"]
+
+
+class Layer:
+    """The channel layer as the relay's pump reads it: these messages, then the relay is stopped."""
+
+    def __init__(self, messages: tuple[dict[str, Any], ...]) -> None:
+        self.messages = list(messages)
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        if not self.messages:
+            raise asyncio.CancelledError
+        return self.messages.pop(0)
+
+
+async def deliver(relay: SessionRelay, *messages: dict[str, Any]) -> None:
+    with contextlib.suppress(asyncio.CancelledError):
+        await relay._pump(Layer(messages), "relay-channel")
+
+
+def start(request_id: str = RUN) -> dict[str, Any]:
+    return {"type": "start", "request_id": request_id, "src_tokens": ["a", "b", "c"]}
+
+
+def token(seq: int, request_id: str = RUN, name: str | None = None) -> dict[str, Any]:
+    return {"type": "token", "request_id": request_id, "seq": seq, "id": 10 + seq, "token": name or f"t{seq}",
+            "alternatives": [{"id": 10 + seq, "token": name or f"t{seq}", "prob": 0.9},
+                             {"id": 99, "token": "zz", "prob": 0.1}]}
+
+
+def worker(*frames: dict[str, Any], final: bool = False) -> dict[str, Any]:
+    """One worker message: these frames of their request, the last one final if said."""
+    return frames_message([("relay", f["request_id"], final and i == len(frames) - 1, orjson.dumps(f).decode())
+                           for i, f in enumerate(frames)])
+
+
+def state(*frames: dict[str, Any], request_id: str = RUN) -> dict[str, Any]:
+    return worker({"type": "state", "request_id": request_id, "frames": list(frames)})
+
+
+def question(seq: int, kind: str = "next_token") -> dict[str, Any]:
+    return event_message({"type": "question", "id": 5, "kind": kind, "seq": seq}, hold=seq)
+
+
+class Session:
+    def __init__(self, *screens: Screen) -> None:
+        self.ended: list[str] = []
+        self.runs: list[str] = []
+        self.relay = SessionRelay("CODE", self._final, lambda relay, request_id: self.runs.append(request_id))
+        for screen in screens:
+            self.relay.sockets[screen] = None
+
+    async def _final(self, relay: SessionRelay, request_id: str) -> None:
+        self.ended.append(request_id)
+
+    def late_joiner_sees(self) -> list[dict[str, Any]]:
+        shown = json.loads(self.relay.state_text())  # any JSON reader reads it, whatever the frames' spacing
+        assert shown["type"] == "state" and shown["request_id"] == self.relay.request_id
+        return shown["frames"]
+
+
+async def test_every_screen_gets_each_step_once_in_the_workers_order_and_a_late_joiner_gets_them_all():
+    a, b = Screen(), Screen()
+    session = Session(a, b)
+    await deliver(session.relay, worker(start(), token(0)), worker(token(1)), worker(token(2), final=True))
+
+    assert a.seqs() == b.seqs() == [0, 1, 2]
+    assert a.frames[0]["type"] == "start"
+    assert session.runs == [RUN] and session.ended == [RUN] and session.relay.ended
+    assert session.late_joiner_sees() == [start(), token(0), token(1), token(2)]
+    assert session.relay.steps_seen == 3
+    assert session.relay.frame(RUN, 1) == token(1)
+    assert session.relay.frame("another-run", 1) is None and session.relay.frame(RUN, 7) is None
+
+
+async def test_the_step_a_question_is_about_and_those_after_it_wait_for_the_reveal():
+    screen = Screen()
+    session = Session(screen)
+    await deliver(session.relay, worker(start(), token(0), token(1)), question(seq=2),
+                  worker(token(2, name="cat")), worker(token(3)))
+
+    assert screen.seqs() == [0, 1]  # students cannot read the answer off their screens
+    options = [f for f in screen.frames if f["type"] == "options"]
+    assert options == [{"type": "options", "question": 5, "options": ["cat", "zz"]}]  # the top-k, no probabilities
+    assert [f.get("seq") for f in session.late_joiner_sees()] == [None, 0, 1]  # nor can one who joins now
+    assert session.relay.frame(RUN, 2) == token(2, name="cat")  # the reveal reads the model's answer here
+
+    await deliver(session.relay, event_message({"type": "reveal", "question": 5, "answer": "cat"}))
+    assert screen.seqs() == [0, 1, 2, 3]  # released in order, before the reveal itself
+    assert screen.events[-1]["type"] == "reveal"
+    assert [f.get("seq") for f in session.late_joiner_sees()] == [None, 0, 1, 2, 3]
+
+
+async def test_a_question_closed_without_a_reveal_releases_the_held_steps_too():
+    screen = Screen()
+    session = Session(screen)
+    await deliver(session.relay, worker(start(), token(0)), question(seq=1, kind="stop"), worker(token(1)),
+                  event_message({"type": "question_closed", "question": 5}))
+    assert screen.seqs() == [0, 1]
+    assert not [f for f in screen.frames if f["type"] == "options"]  # only a next-token question lists options
+
+
+async def test_a_relay_that_began_mid_run_takes_the_workers_state_and_answers_those_waiting_for_it():
+    early, waiting = Screen(), Screen()
+    session = Session(early, waiting)
+    session.relay.request_id = RUN  # joined while the run was on: its first frames went before this relay was here
+    await deliver(session.relay, worker(token(2)))
+    assert not session.relay.complete and session.relay.steps_seen == 1
+    session.relay.waiting.append(waiting)
+
+    await deliver(session.relay, state(start(), token(0), token(1), token(2), request_id="an-older-run"))
+    assert not session.relay.complete  # another run's state changes nothing
+
+    await deliver(session.relay, state(start(), token(0), token(1), token(2)), worker(token(3)))
+    assert session.relay.complete and session.relay.steps_seen == 4
+    assert session.late_joiner_sees() == [start(), token(0), token(1), token(2), token(3)]
+    assert waiting.frames[1]["type"] == "state"  # the repaired record, then the run goes on as usual
+    assert [f["seq"] for f in waiting.frames[1]["frames"] if f["type"] == "token"] == [0, 1, 2]
+    assert waiting.seqs() == [2, 3] and not session.relay.waiting
+    assert session.relay.frame(RUN, 0) == token(0)
+
+
+async def test_a_state_that_knows_less_than_the_relay_does_not_take_frames_away():
+    session = Session(Screen())
+    await deliver(session.relay, worker(start(), token(0), token(1)), state(start(), token(0)))
+    assert [f.get("seq") for f in session.late_joiner_sees()] == [None, 0, 1]
+
+
+async def test_a_state_keeps_a_held_step_held():
+    screen = Screen()
+    session = Session(screen)
+    session.relay.request_id = RUN
+    await deliver(session.relay, question(seq=1), worker(token(1)),
+                  state(start(), token(0), token(1)), worker(token(2)))
+    assert [f.get("seq") for f in session.late_joiner_sees()] == [None, 0]
+    assert 2 not in screen.seqs()
+
+
+async def test_a_new_run_starts_a_new_record_and_forgets_the_last_ones_held_step():
+    screen = Screen()
+    session = Session(screen)
+    await deliver(session.relay, worker(start(), token(0)), question(seq=1, kind="stop"), worker(token(1)))
+    await deliver(session.relay, worker(start("run-2"), token(0, "run-2"), token(1, "run-2")))
+    assert session.runs == [RUN, "run-2"] and session.relay.complete
+    assert session.late_joiner_sees() == [start("run-2"), token(0, "run-2"), token(1, "run-2")]
+    assert [f["request_id"] for f in screen.frames if f["type"] == "token"] == [RUN, "run-2", "run-2"]
+
+
+async def test_a_beat_for_the_current_run_counts_as_its_worker_alive_and_no_other_does():
+    session = Session(Screen())
+    await deliver(session.relay, worker(start(), token(0)))
+    session.relay.heard = 0.0
+    await deliver(session.relay, beat_message(["another-run"]))
+    assert session.relay.heard == 0.0
+    await deliver(session.relay, beat_message([RUN]))
+    assert session.relay.heard > time.monotonic() - 60
+
+
+async def test_a_screen_that_is_closing_does_not_keep_the_others_from_their_frames():
+    closing, fine = Screen(broken=True), Screen()
+    session = Session(closing, fine)
+    await deliver(session.relay, worker(start(), token(0)), worker(token(1)))
+    assert fine.seqs() == [0, 1]
+
+
+async def test_an_ended_runs_attention_view_is_kept_for_screens_that_join_later():
+    session = Session(Screen())
+    view = {"type": "attention", "request_id": RUN, "view": "self"}
+    await deliver(session.relay, worker(start(), token(0), final=True), event_message(view),
+                  event_message({**view, "request_id": "another-run"}))
+    assert session.late_joiner_sees()[-1] == view and len(session.late_joiner_sees()) == 3
+
+
+class Gaps(Session):
+    """A session whose relay reports the holes it sees in its copy of the run."""
+
+    def __init__(self, *screens: Screen) -> None:
+        super().__init__(*screens)
+        self.holes: list[tuple[str, bool]] = []
+        self.relay._on_gap = self._gap
+
+    async def _gap(self, relay: SessionRelay, request_id: str, ended: bool) -> None:
+        self.holes.append((request_id, ended))
+
+
+async def test_a_step_lost_on_its_way_makes_the_copy_incomplete_until_the_workers_whole_copy_arrives():
+    screen = Screen()
+    session = Gaps(screen)
+    await deliver(session.relay, worker(start(), token(0)), worker(token(3)))  # steps 1 and 2 never came
+    assert session.holes == [(RUN, False)]  # the worker is asked for its copy
+    assert not session.relay.complete  # so a screen that joins or resyncs now waits for it, not for this copy
+
+    await deliver(session.relay, state(start(), token(0), token(1), token(2), token(3)), worker(token(4)))
+    assert session.relay.complete and session.holes == [(RUN, False)]
+    assert [f.get("seq") for f in session.late_joiner_sees()] == [None, 0, 1, 2, 3, 4]
+
+
+async def test_a_done_that_counts_more_steps_than_arrived_is_a_hole_of_an_ended_run():
+    session = Gaps(Screen())
+    done = {"type": "done", "request_id": RUN, "steps": 3, "text": "t0 t1 t2"}
+    await deliver(session.relay, worker(start(), token(0), token(1)), worker(done, final=True))
+    assert session.holes == [(RUN, True)] and session.ended == [RUN]
+    assert not session.relay.complete
+
+
+async def test_steps_in_order_and_a_done_that_counts_them_are_no_hole():
+    session = Gaps(Screen())
+    done = {"type": "done", "request_id": RUN, "steps": 2, "text": "t0 t1"}
+    await deliver(session.relay, worker(start(), token(0), token(1)), worker(done, final=True))
+    assert session.holes == [] and session.relay.complete

@@ -20,6 +20,26 @@ pytest_plugins = [
 ]
 
 
+def pytest_configure(config) -> None:
+    """Remove the run folders of test processes that died without removing theirs (killed, timed out): each is
+    named by its process id, and one whose process is gone serves nobody."""
+    import re
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    for folder in Path(tempfile.gettempdir()).glob("encdec-test-*"):
+        match = re.fullmatch(r"encdec-test-(\d+)(?:-gw\d+)?", folder.name)
+        if match is None:
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)  # signal 0: only asks whether the process exists
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:  # another user's live process
+            pass
+
+
 def pytest_unconfigure(config) -> None:
     """Remove this run's folder (webapp/settings/test.py) once its Redis and database are gone: only the process
     that made it does, not the xdist controller for a worker's or a worker for another's."""

@@ -1,6 +1,7 @@
 // A live session's page, for the students (follow) and the instructor (console): the /ws/classroom/<code>/
 // socket, the output, the question card, and the playground's own views (playground_views.js).
 import { COLORS, plot } from "./figure_style.js";
+import { showJudgement } from "./playground_judgement.js";
 import { Views, applyAttentionFrame } from "./playground_views.js";
 import { liveSocket } from "./socket.js";
 
@@ -82,6 +83,7 @@ const handlers = {
     if (!state.request || state.request.start.request_id !== frame.request_id) return resync();
     if (frame.steps != null && frame.steps !== state.request.steps.length) return resync();
     state.request.done = frame;
+    showJudgement($("cr-judgement"), frame, say);
     views.schedule(state.request);
     status(say("done", { n: state.request.steps.length }));
   },
@@ -100,6 +102,7 @@ const handlers = {
       else if (inner.type === "error") status(errorText(inner), true);
     }
     if (state.request) {
+      showJudgement($("cr-judgement"), state.request.done, say);
       views.schedule(state.request);
       progress();
     }
@@ -174,6 +177,7 @@ function begin(start) {
   $("cr-src").replaceChildren(...(start.src_tokens || start.src_ids.map(String)).map((token) => chip(token, "src")));
   $("cr-tokens").replaceChildren();
   $("cr-text").textContent = "";
+  showJudgement($("cr-judgement"), null, say);
   progress();
 }
 

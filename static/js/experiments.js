@@ -18,10 +18,18 @@ function followRun(panel) {
   const showResult = () => {
     socket.close();
     setProgress(1);
-    htmx.ajax("GET", panel.dataset.resultUrl, { target: panel.querySelector(".run-result"), swap: "innerHTML" });
+    // The result brings the whole loss curve: the live one goes, not to be read twice.
+    htmx.ajax("GET", panel.dataset.resultUrl, { target: panel.querySelector(".run-result"), swap: "innerHTML" })
+      .then(() => live?.remove());
   };
   const onFrame = (frame) => {
     if (frame.status) { status.textContent = labels[frame.status] || frame.status; panel.dataset.status = frame.status; }
+    if (frame.status === "running" || frame.type === "progress") panel.querySelector("[data-testid=run-queue]")?.remove();
+    // After the last step the worker still evaluates and stores the result; between steps it may evaluate too.
+    if (frame.type === "progress" && panel.dataset.status !== "succeeded") {
+      const phase = frame.progress >= 1 ? "finishing" : frame.evaluates_next ? "evaluating" : "running";
+      status.textContent = labels[phase] || labels.running;
+    }
     if (typeof frame.progress === "number") setProgress(frame.progress);
     if (frame.type === "progress" && addLoss && frame.arm !== undefined && typeof frame.loss === "number") {
       addLoss(frame.arm, frame.step, frame.loss);

@@ -92,13 +92,50 @@ export function plotTexts(value, drawn = false) {
   return value;
 }
 
+// Below this width (a phone) the chart has no toolbar: it would sit on the title, and a page zooms by pinching.
+const NARROW_PX = 600;
+const TITLE_PX = 18; // Plotly's title size: 1.4 × the template's 13 px
+const CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
+
+// Lines of at most `room` pixels, broken between words (or between Chinese characters): Plotly neither wraps nor
+// shrinks a title, it cuts both ends off. `text` is escaped already (&lt; counts as one character).
+export function wrapTitle(text, room) {
+  const units = text.match(/[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef][，。：；、）」]?|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]+|\s+/g) || [];
+  const width = (unit) => [...unit.replace(/&[a-z]+;/g, "x")].reduce((sum, c) => sum + (CJK.test(c) ? 1 : 0.55), 0) * TITLE_PX;
+  const lines = [];
+  let line = "";
+  for (const unit of units) {
+    if (/^\s+$/.test(unit)) { if (line) line += " "; continue; }
+    if (line.trim() && width(line + unit) > room) { lines.push(line.trim()); line = ""; }
+    line += unit;
+  }
+  if (line.trim()) lines.push(line.trim());
+  return lines;
+}
+
+function fitTitle(layout, width, toolbar) {
+  const title = layout.title;
+  const text = typeof title === "string" ? title : title?.text;
+  if (!text || !width) return;
+  const room = width - 24 - (toolbar ? 160 : 0); // the toolbar takes the top right corner when it shows
+  const lines = wrapTitle(text, room);
+  layout.title = { ...(typeof title === "object" ? title : {}), text: lines.join("<br>"), x: 0.02, xanchor: "left",
+                   // Plotly anchors a wrapped title by its first line: the lines below it push the top out.
+                   y: 1, yref: "container", yanchor: "top", pad: { t: 10 + 18 * (lines.length - 1) } };
+  const top = 20 + 24 * lines.length;
+  layout.margin = { ...(layout.margin || {}), t: Math.max(layout.margin?.t || 0, top + 10) };
+}
+
 export function plot(element, data, layout = {}, { alt = "", config = {} } = {}) {
   const div = typeof element === "string" ? document.getElementById(element) : element;
   const styled = { ...plotTexts(layout), template: STYLE.template };
   styleAxes(data, styled);
+  const narrow = (div.clientWidth || window.innerWidth) < NARROW_PX;
+  const settings = { ...CONFIG, ...(narrow ? { displayModeBar: false } : {}), ...config };
+  fitTitle(styled, div.clientWidth || window.innerWidth, settings.displayModeBar !== false);
   div.setAttribute("role", "img");
   div.setAttribute("aria-label", describe(data, layout, alt));
-  return Plotly.react(div, plotTexts(data), styled, { ...CONFIG, ...config });
+  return Plotly.react(div, plotTexts(data), styled, settings);
 }
 
 // A colour for a concept the data names (an arm's label, a metric's key), or none to take the colourway's next.

@@ -8,11 +8,14 @@ function follow(panel) {
   if (panel.dataset.following || ["succeeded", "failed"].includes(panel.dataset.status)) return;
   panel.dataset.following = "1";
   const status = panel.querySelector(".run-status");
+  const names = JSON.parse(panel.dataset.armNames || "{}"); // each arm's label in the page's language
   const bar = panel.querySelector(".progress-bar");
   const addLoss = liveLoss(panel.querySelector(".live-loss"), {
     title: { text: chartLabel("loss") }, xaxis: { title: { text: chartLabel("step") } },
     yaxis: { title: { text: chartLabel("loss") }, type: "log" } });
   const setProgress = (p) => {
+    // Training has begun: the queue's place and the no-worker notice no longer hold.
+    panel.querySelectorAll("[data-testid=run-queue], [data-testid=run-no-worker]").forEach((e) => e.remove());
     const percent = Math.round(p * 100);
     bar.firstElementChild.style.width = `${percent}%`;
     bar.setAttribute("aria-valuenow", percent);
@@ -25,7 +28,7 @@ function follow(panel) {
   const onFrame = (frame) => {
     if (frame.type === "progress") {
       setProgress(frame.progress);
-      addLoss(frame.arm, frame.step, frame.loss);
+      addLoss(names[frame.arm] || frame.arm, frame.step, frame.loss);
     }
     if (["done", "failed"].includes(frame.type) || ["succeeded", "failed"].includes(frame.status)) finish();
   };

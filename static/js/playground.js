@@ -1,4 +1,5 @@
 // The playground page: the form, the /ws/decode/ socket, the output, and the views (playground_views.js).
+import { showJudgement } from "./playground_judgement.js";
 import { Views, applyAttentionFrame, beamPath } from "./playground_views.js";
 import { liveSocket } from "./socket.js";
 
@@ -83,7 +84,13 @@ function decodeFrame(stepMode) {
   return frame;
 }
 
+// A second press within this long of the first is the same press (a double-click): one decode, not two.
+const SAME_PRESS_MS = 600;
+
 function start(stepMode) {
+  const now = performance.now();
+  if (now - (state.startedAt ?? -Infinity) < SAME_PRESS_MS) return;
+  state.startedAt = now;
   if (state.request && !state.request.done) send({ type: "cancel", request_id: state.request.id });
   state.tag = `pg-${++state.tagCount}`;
   state.request = null;
@@ -151,15 +158,46 @@ source.addEventListener("paste", (event) => {
   $("pg-source-note").textContent = pasted.length > room
     ? say("trimmed", { pasted: pasted.length, kept: Math.max(0, room), max: limit }) : "";
 });
+// What the student typed and chose outlives a reload of the tab (sessionStorage: this tab only, gone when it closes).
+const KEPT = "pg-form";
+function keepForm() {
+  const fields = {};
+  for (const element of form.elements) {
+    // The model stays the page's own (its card and examples are drawn for it by the server).
+    if (!element.name || element.name === "model" || element.type === "hidden" || element.type === "submit") continue;
+    if (element.type === "radio") { if (element.checked) fields[element.name] = element.value; }
+    else fields[element.name] = element.value;
+  }
+  try { sessionStorage.setItem(KEPT, JSON.stringify(fields)); } catch { /* storage off: nothing kept */ }
+}
+function restoreForm() {
+  let fields = {};
+  try { fields = JSON.parse(sessionStorage.getItem(KEPT) || "{}"); } catch { return; }
+  for (const [name, value] of Object.entries(fields)) {
+    const field = form.elements[name];
+    if (!field || typeof value !== "string") continue;
+    if (field instanceof RadioNodeList) {
+      const radio = [...field].find((each) => each.value === value);
+      if (radio) radio.checked = true;
+    } else if (field.tagName !== "SELECT" || [...field.options].some((option) => option.value === value)) {
+      field.value = field.maxLength > 0 ? value.slice(0, field.maxLength) : value;
+    }
+  }
+}
+form.addEventListener("input", keepForm);
+form.addEventListener("change", keepForm);
 // A live session's Fork opens this page with the session's source and strategy (?source=&strategy=).
 const forked = new URLSearchParams(location.search);
+if (!forked.has("source")) restoreForm();
 if (forked.has("source")) source.value = forked.get("source").slice(0, limit);
 const forkedStrategy = [...form.elements.strategy].find((radio) => radio.value === forked.get("strategy"));
 if (forkedStrategy) forkedStrategy.checked = true;
 countChars();
 $("pg-model-card").addEventListener("click", (event) => {
   const chip = event.target.closest("[data-example]");
-  if (chip) form.elements.source.value = chip.dataset.example;
+  if (!chip) return;
+  form.elements.source.value = chip.dataset.example;
+  keepForm();
 });
 // A new model brings its own examples: swap the source only if it was an example of the old one (or empty).
 let examples = new Set([...document.querySelectorAll("#pg-model-card [data-example]")].map((b) => b.dataset.example));
@@ -169,6 +207,7 @@ document.body.addEventListener("htmx:afterSwap", (event) => {
   const offered = [...event.target.querySelectorAll("[data-example]")].map((b) => b.dataset.example);
   if ((source.value === "" || examples.has(source.value)) && offered.length) source.value = offered[0];
   examples = new Set(offered);
+  keepForm();
 });
 
 // -- frames ----------------------------------------------------------------------------------------
@@ -183,6 +222,7 @@ function onFrame(frame) {
     $("pg-output").textContent = "";
     $("pg-tokens").replaceChildren();
     $("pg-facts").replaceChildren();
+    showJudgement($("pg-judgement"), null, say);
     if (state.stepFirst) send({ type: "step", request_id: frame.request_id });
     askView(state.request); // the server clamps a layer or head this model lacks: ask for what the selectors show
     progress();
@@ -313,6 +353,7 @@ function showPath(path) {
 function onDone(request, frame) {
   request.done = frame;
   $("pg-output").textContent = frame.text ?? "";
+  showJudgement($("pg-judgement"), frame, say);
   if (request.start.params.strategy === "beam") showPath(beamPath(request.steps, frame));
   const reason = strings[`reason_${frame.reason}`] || frame.reason;
   // Beam search runs more steps than its best hypothesis has tokens: count that hypothesis's (and its <eos>), as greedy does.

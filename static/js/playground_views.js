@@ -253,17 +253,18 @@ export class Views {
   pathProbs(path, done) {
     if (!path.length) return;
     const bars = path.map((beam, k) => ({ token: `${k}: ${beam.token}`, prob: beam.prob, chosen: true }));
-    this.bars(bars, done ? this.s.best_hypothesis : this.s.top_beam);
+    this.bars(bars, done ? this.s.best_hypothesis : this.s.top_beam, { long: true });
   }
 
-  bars(bars, title) {
+  // A long caption (beam search's) is the chart's title, which wraps to the chart's width; an axis title is cut.
+  bars(bars, title, { long = false } = {}) {
     const trace = {
       type: "bar", x: bars.map((b) => b.token), y: bars.map((b) => b.prob),
       marker: { color: bars.map((b) => (b.chosen ? ACCENT : OTHER)) },
       hovertemplate: `%{x}: %{y:.3f}<extra></extra>`,
     };
     const layout = { margin: { ...MARGIN, l: 50 }, yaxis: { range: [0, 1], title: { text: this.s.probability } },
-                     xaxis: { type: "category", title: { text: title } } };
+                     xaxis: { type: "category", title: { text: long ? "" : title } }, ...(long ? { title } : {}) };
     plot("view-topk", [trace], layout, { config: CONFIG, alt: `${this.s.probability}: ${title}` });
   }
 
@@ -324,8 +325,10 @@ export class Views {
       { type: "bar", name: this.s.cache_cross, x: layers, y: layers.map(() => info.cross_positions),
         marker: { color: OTHER } },
     ];
-    plot("view-kv-layers", stacked, { barmode: "stack", margin: { ...MARGIN, l: 40, b: 30 },
-                                      yaxis: { title: { text: this.s.positions } }, legend: { orientation: "h", y: 1.15 } },
+    // The legends sit in a top margin of their own, above the plot, never on its bars or points.
+    const legend = { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" };
+    plot("view-kv-layers", stacked, { barmode: "stack", margin: { ...MARGIN, l: 50, b: 30, t: 40 },
+                                      yaxis: { title: { text: this.s.positions }, rangemode: "tozero" }, legend },
          { config: CONFIG, alt: this.s.kv_summary_alt });
     const x = steps.map((step) => step.seq);
     const timed = [
@@ -336,8 +339,9 @@ export class Views {
       timed.push({ type: "scatter", mode: "lines+markers", name: this.s.recompute, x,
                    y: steps.map((s) => s.timing.recompute_ms ?? null), line: { color: COLORS.recompute } });
     }
-    plot("view-kv-time", timed, { margin: { ...MARGIN, l: 50, b: 40 }, yaxis: { title: { text: this.s.ms }, rangemode: "tozero" },
+    plot("view-kv-time", timed, { margin: { ...MARGIN, l: 50, b: 40, t: 56 }, // room for a legend on two lines
+                                  yaxis: { title: { text: this.s.ms }, rangemode: "tozero", autorange: true },
                                   xaxis: { title: { text: this.s.step }, tickformat: "d", dtick: x.length <= 12 ? 1 : undefined },
-                                  legend: { orientation: "h", y: 1.15 } }, { config: CONFIG, alt: this.s.ms });
+                                  legend }, { config: CONFIG, alt: this.s.ms });
   }
 }

@@ -61,9 +61,26 @@ function setStatus(next, frame) {
   if (changed && (FINAL.has(next) || next === "queued")) setTimeout(() => location.reload(), 400);
 }
 
+// Time left, from the steps seen in the last minute on this page (a resumed or queued job has no earlier pace).
+const paces = [];
+function showTimeLeft(step, steps) {
+  const eta = el("eta");
+  if (!eta) return;
+  if (status !== "running") { eta.textContent = ""; return; }
+  paces.push([performance.now(), step]);
+  while (paces.length > 2 && paces[paces.length - 1][0] - paces[0][0] > 60000) paces.shift();
+  const [t0, s0] = paces[0];
+  const [t1, s1] = paces[paces.length - 1];
+  if (s1 <= s0 || t1 - t0 < 3000) { eta.textContent = eta.dataset.measuring; return; }
+  const left = ((steps - s1) * (t1 - t0)) / (s1 - s0) / 1000;
+  eta.textContent = left >= 90 ? eta.dataset.minutes.replace("{n}", String(Math.round(left / 60)))
+                               : eta.dataset.seconds.replace("{n}", String(Math.max(1, Math.round(left))));
+}
+
 function onStep(frame) {
   if (frame.step <= lastStep) return;
   lastStep = frame.step;
+  showTimeLeft(frame.step, frame.steps);
   Plotly.extendTraces("loss-plot", { x: [[frame.step]], y: [[frame.loss]] }, [0]);
   if (frame.eval) {
     Plotly.extendTraces("eval-plot", { x: EVAL_KEYS.map(() => [frame.step]), y: EVAL_KEYS.map((k) => [evalValue(frame.eval, k)]) },

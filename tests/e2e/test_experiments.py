@@ -37,7 +37,8 @@ def test_the_layernorm_page_in_chinese(asgi_server, demo, page_factory):
     sign_in(page, asgi_server, "student")
     page.goto(asgi_server + "/experiments/layernorm/")
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 5")
-    assert "运行统计" in page.inner_text("main")  # "LayerNorm keeps no running statistics", in Chinese
+    # "LayerNorm keeps no running statistics", in the lesson's one term for them (滑动统计量, as BatchNorm's 滑动平均)
+    assert "层归一化不保存任何滑动统计量" in page.inner_text("main")
 
 
 @pytest.mark.usefixtures("empty_training_queue")

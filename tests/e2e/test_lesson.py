@@ -63,7 +63,7 @@ def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_se
                            timeout=60_000)
     page.goto(asgi_server + "/lesson/questions/")
     run_demo(page, "norms")
-    page.wait_for_function("document.querySelectorAll('[data-testid=demo-result-norms] .js-plotly-plot').length == 1",
+    page.wait_for_function("document.querySelectorAll('[data-testid=demo-result-norms] .js-plotly-plot').length == 3",
                            timeout=60_000)
     page.goto(asgi_server + "/lesson/glossary/")
     assert "交叉注意力" in page.get_by_test_id("glossary").inner_text()

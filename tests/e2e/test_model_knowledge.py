@@ -52,14 +52,16 @@ def test_a_lesson_demonstration_marks_what_its_model_does_not_know(asgi_server, 
     page = page_factory("en-US")
     sign_in(page, asgi_server, "student")
     page.goto(asgi_server + "/lesson/encoder/")  # no worker: the marks come from the web process, before any run
-    form = page.locator("form[data-testid^=demo-form-]")
+    form = page.get_by_test_id("demo-form-encoder")  # the page's demonstration that reads a sentence
     form.locator("select[name=model]").select_option(zh_en)
     form.get_by_test_id("sentence").fill("我的狗不会游泳。")
     form.locator("[data-testid=unknown-word]").wait_for()
     assert form.locator("[data-testid=unknown-word]").all_inner_texts() == ["游泳"]
     assert "It will still translate the sentence" in form.get_by_test_id("knowledge-panel").inner_text()
     form.get_by_test_id("sentence").fill("我的猫追了一只老鼠。")
-    page.wait_for_function(f"{UNKNOWN} === null && document.querySelector('[data-testid=knowledge]')")
+    panel = "document.querySelector('[data-testid=demo-form-encoder] [data-testid=knowledge-panel]')"
+    page.wait_for_function(f"!{panel}.querySelector('[data-testid=unknown-word]') && "
+                           f"{panel}.querySelector('[data-testid=knowledge]')")
 
 
 def test_the_instructors_console_marks_what_the_sessions_model_does_not_know(asgi_server, live_class, zh_en,

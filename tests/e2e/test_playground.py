@@ -82,7 +82,7 @@ def test_beam_mode_shows_the_best_hypothesis_in_every_view(asgi_server, demo, zh
     assert page.get_by_test_id("status").inner_text() == greedy_status
     assert f"{len(words) + 1} tokens" in greedy_status
     topk = page.evaluate("(() => { const p = document.getElementById('view-topk'); "
-                         "return {x: p.data[0].x, title: p.layout.xaxis.title.text}; })()")
+                         "return {x: p.data[0].x, title: p.layout.title.text}; })()")
     assert topk["x"] == [f"{i}: {word}" for i, word in enumerate(words)]
     assert topk["title"].startswith("the best hypothesis")
     tree = page.evaluate("""(() => { const p = document.getElementById('view-beams');

@@ -5,18 +5,18 @@ import json
 
 import pytest
 
+from tests.e2e.lossy_asgi import DROPPED
 from tests.fixtures.demo import STATUS
 from tests.fixtures.playground_page import SENTENCE, TOKENS, open_playground
 from tests.fixtures.services import start_web, stop_web
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-DROPPED = 2  # the relay of this test's web process drops each request's token frame of this seq
-
 
 @pytest.fixture
 def lossy_server(transactional_db, tmp_path):
-    web = start_web(tmp_path / "daphne.log", PLAYGROUND_TEST_DROP_SEQ=str(DROPPED))
+    """daphne serving the app through tests/e2e/lossy_asgi.py: each request's token frame of seq DROPPED is lost."""
+    web = start_web(tmp_path / "daphne.log", app="tests.e2e.lossy_asgi:application")
     yield web.url
     stop_web(web)
 

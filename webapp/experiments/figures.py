@@ -97,6 +97,20 @@ def heatmap_figures(result: dict[str, Any]) -> dict[str, Figure]:
     return figures
 
 
+def zero_layers(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per arm of a trained run, the layers whose gradient was exactly 0 at some recorded step (blank heatmap cells)."""
+    found = []
+    for arm in result.get("arms", []):
+        norms = arm.get("run", {}).get("grad_norms") or {}
+        rows = norms.get("layer") or []
+        layers = [_stack_layer(name) for j, name in enumerate(norms.get("layers", [])) if any(row[j] == 0 for row in rows)]
+        always = [_stack_layer(name) for j, name in enumerate(norms.get("layers", [])) if all(row[j] == 0 for row in rows)]
+        if layers:
+            found.append({"arm": arm_name(arm), "layers": layers, "always": always,
+                          "no_residual": arm.get("label") == "no residual"})
+    return found
+
+
 def drift_figure(result: dict[str, Any], *, measure: str, title: str, y_title: str) -> Figure:
     """Mean over positions of one drift measure against layer (0 = the stack's input), both arms."""
     traces = []

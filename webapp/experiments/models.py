@@ -8,7 +8,7 @@ from django.db import models
 from django.utils.translation import gettext, ngettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
-from modelcore.experiments import KINDS, SWITCHES, RunConfig
+from modelcore.experiments.spec import KINDS, SWITCHES, RunConfig
 from webapp.core.figure_style import label_text
 from webapp.core.jobs import JobStatus
 

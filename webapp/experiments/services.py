@@ -14,9 +14,10 @@ from django.contrib.auth import get_user_model
 from django.db import models, transaction
 from django.utils import timezone
 
-from modelcore.experiments import canonical_params, run_experiment
+from modelcore.experiments.spec import canonical_params
 from webapp.accounts.roles import Role, has_role
 from webapp.celery import app
+from webapp.core.broker import send_queued_again
 from webapp.core.feed import Feed, group_frame
 from webapp.core.jobs import JobStatus
 from webapp.core.redact import without_paths
@@ -154,12 +155,7 @@ def experiments_resend_queued() -> int:
 
     A run whose message survived gets two; the second finds it ended and does nothing.
     """
-    run_ids = list(ExperimentRun.objects.filter(status=ExperimentRun.Status.QUEUED).values_list("pk", flat=True))
-    for run_id in run_ids:
-        app.send_task(RUN_TASK, args=[run_id])
-    if run_ids:
-        logger.info("re-sent %d queued experiment runs", len(run_ids))
-    return len(run_ids)
+    return send_queued_again(ExperimentRun.objects.filter(status=ExperimentRun.Status.QUEUED), RUN_TASK)
 
 
 def experiment_result(*, kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -191,6 +187,9 @@ def experiment_run_execute(*, run_id: int) -> None:
 
 
 def _execute(run: ExperimentRun, feed: Feed, group: str) -> None:
+    # The worker's side: torch loads here, never in the web process.
+    from modelcore.experiments.catalog import run_experiment
+
     feed.send(group, group_frame({"type": "state", "status": run.status, "progress": 0.0}))
     try:
         result = run_experiment(run.kind, run.params, on_progress=_progress_reporter(run, feed, group))
@@ -210,11 +209,18 @@ def _progress_reporter(run: ExperimentRun, feed: Feed, group: str) -> Any:
     """Progress frames through the feed's throttle; the run's row at most every PROGRESS_EVERY_S too."""
     saved = [0.0]
 
+    eval_every = run.params.get("eval_every")
+
     def report(info: dict[str, Any]) -> None:
         progress = round(float(info.get("progress", 0.0)), 4)
         frame = {"type": "progress", "progress": progress, **{k: info[k] for k in ("arm", "step", "steps", "loss")
                                                                if k in info}}
-        feed.latest(group, group_frame(frame), force=progress >= 1)
+        # The next step ends with an evaluation (seconds without a step): this frame goes out now, saying so.
+        upcoming = info.get("step", 0) + 1
+        evaluates_next = bool(eval_every and "steps" in info and (upcoming % eval_every == 0 or upcoming == info["steps"]))
+        if evaluates_next:
+            frame["evaluates_next"] = True
+        feed.latest(group, group_frame(frame), force=progress >= 1 or evaluates_next)
         now = time.monotonic()
         if now - saved[0] >= PROGRESS_EVERY_S or progress >= 1:
             saved[0], run.progress = now, progress

@@ -104,5 +104,7 @@ def run_queue(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_result(request: HttpRequest, run_id: int) -> HttpResponse:
     """The figures fragment of a run (what the page swaps in when the socket says it is done)."""
     run = get_object_or_404(ExperimentRun, pk=run_id)
-    run_figures = figures.run_figures(run.kind, run.result) if run.status == ExperimentRun.Status.SUCCEEDED else {}
-    return render(request, "experiments/partials/result.html", {"run": run, "figures": run_figures})
+    done = run.status == ExperimentRun.Status.SUCCEEDED
+    run_figures = figures.run_figures(run.kind, run.result) if done else {}
+    zeros = figures.zero_layers(run.result) if done and run.kind in ("compare", "norms") else []
+    return render(request, "experiments/partials/result.html", {"run": run, "figures": run_figures, "zeros": zeros})

@@ -1,6 +1,7 @@
 """Plotly figures (plain dicts, drawn by static/js/lesson.js through figure_style.plot) from the lesson's results."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -28,7 +29,7 @@ def _heatmap(z: list[list[float]], x: list[str], y: list[str], title: str, xt: s
 
 
 def _side_by_side(mats: list[list[list[float]]], x: list[str], y: list[str], titles: list[str], title: str,
-                  xt: str, yt: str) -> Figure:
+                  xt: str, yt: str, ticks: bool | None = None) -> Figure:
     """Several heatmaps in one figure, one axis pair each (every head of a layer, or two masks)."""
     n, gap = len(mats), 0.04
     width = (1 - gap * (n - 1)) / n
@@ -38,7 +39,7 @@ def _side_by_side(mats: list[list[list[float]]], x: list[str], y: list[str], tit
         data.append({"type": "heatmap", "z": z, "x": _labels(x), "y": _labels(y), "colorscale": WEIGHT_SCALE,
                      "showscale": i == n - 1, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "zmin": 0, "zmax": 1})
         start = i * (width + gap)
-        layout[f"xaxis{suffix}"] = {"domain": [start, start + width], "type": "category", "showticklabels": n <= 2,
+        layout[f"xaxis{suffix}"] = {"domain": [start, start + width], "type": "category", "showticklabels": n <= 2 if ticks is None else ticks,
                                     "title": {"text": xt}}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "type": "category",
                                     "showticklabels": i == 0, "title": {"text": yt if i == 0 else ""}}
@@ -54,6 +55,21 @@ def masks_figure(n: int) -> Figure:
     causal = [[1 if k <= q else 0 for k in range(n)] for q in range(n)]
     return _side_by_side([full, causal], tokens, tokens, [_("encoder: may attend"), _("decoder: may attend")],
                          _("The two masks side by side (1 = may attend, 0 = hidden)"), _("key"), _("query"))
+
+
+def stacks_figure(n_source: int, n_target: int) -> Figure:
+    """Which position may read which, over one sequence of source then target: each stack layout's masks as one."""
+    labels = [f"s{i + 1}" for i in range(n_source)] + [f"t{i + 1}" for i in range(n_target)]
+    n = len(labels)
+    bert = [[1] * n for _ in range(n)]
+    gpt = [[1 if k <= q else 0 for k in range(n)] for q in range(n)]
+    # Source rows read the source (encoder self-attention); target rows read every source position
+    # (cross-attention) and the target up to themselves (masked self-attention).
+    both = [[1 if k < n_source or (q >= n_source and k <= q) else 0 for k in range(n)] for q in range(n)]
+    return _side_by_side([bert, gpt, both], labels, labels,
+                         [_("encoder alone"), _("decoder alone"), _("encoder-decoder")],
+                         _("Who may read whom in one sequence of source (s) then target (t)"), _("key"), _("query"),
+                         ticks=True)
 
 
 def _bars(x: list[str], series: list[tuple[str, list[float]]], title: str, xt: str, yt: str) -> Figure:
@@ -136,19 +152,106 @@ def residual_figures(r: dict[str, Any]) -> dict[str, Figure]:
 
 def norms_figures(r: dict[str, Any]) -> dict[str, Figure]:
     shift = r["batchnorm_shift"]
-    return {"batchnorm": _bars(r["tokens"], [(_("BatchNorm, batch of two"), shift["batch"]),
-                                             (_("BatchNorm, padding counted"), shift["batch_with_padding"]),
-                                             (_("LayerNorm"), r["layernorm_shift"])],
-                               _("How far each token's normalised vector moves when another sentence shares the batch"),
-                               _("position"), _("distance from its value alone"))}
+    tokens = r["tokens"]
+    return {
+        "batchnorm": _bars(tokens, [(_("BatchNorm in training mode (this batch's statistics)"), shift["batch"]),
+                                    (_("the same, padding counted"), shift["batch_with_padding"]),
+                                    (_("BatchNorm in inference mode (running averages)"), shift["inference"]),
+                                    (_("LayerNorm"), r["layernorm_shift"])],
+                           _("How far each token's normalised vector moves when another sentence shares the batch"),
+                           _("position"), _("distance from its value alone")),
+        "modes": _bars(tokens, [(_("training mode against inference mode"), r["mode_gap"]),
+                                (_("length of the normalised vector"), r["normalised_norm"])],
+                       _("BatchNorm: the same token in the same batch, normalised in training and at inference"),
+                       _("position"), _("distance")),
+        "means": _bars(tokens, [(_("what the norm reads"), r["input"]["mean"]),
+                                (_("LayerNorm output"), r["layernorm_out"]["mean"]),
+                                (_("RMSNorm output"), r["rmsnorm_out"]["mean"])],
+                       _("Each position's mean over d_model, before and after the norm"), _("position"), _("mean")),
+    }
+
+
+def _lines(x: list[Any], series: list[tuple[str, list[float], str]], title: str, xt: str, yt: str,
+           **extra: Any) -> Figure:
+    """One line per series (its name, values and colour), markers on the measured points."""
+    data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": x, "y": y, "line": {"color": color}}
+            for name, y, color in series]
+    return {"data": data, "layout": _layout(title, xt, yt, **extra)}
+
+
+def recurrence_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    first, profile = r["first"], r["profile"]
+    names = [(_("this encoder (trained)"), "encoder", COLORWAY[0]), (_("an RNN (untrained)"), "rnn", COLORWAY[1]),
+             (_("a GRU (untrained)"), "gru", COLORWAY[3])]
+    n = r["lengths"][-1]
+    log = {"type": "log", "exponentformat": "power"}
+    return {
+        "first": _lines(r["lengths"], [(name, first[key], color) for name, key, color in names],
+                        _("Gradient of the last output with respect to the first input"), _("positions n"),
+                        _("‖∂y_n / ∂x_1‖"), yaxis=log, xaxis={"type": "log", "tickvals": r["lengths"]}),
+        "profile": _lines(list(range(1, n + 1)), [(name, profile[key], color) for name, key, color in names],
+                          _("n = %(n)s: the last output's gradient with respect to each input") % {"n": n},
+                          _("input position j"), _("‖∂y_n / ∂x_j‖"), yaxis=log),
+    }
+
+
+def cost_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    n = r["lengths"]
+    log = {"type": "log", "tickvals": n}
+    mib = [b / 2**20 for b in r["weights_bytes"]]
+    ops = r["multiply_adds"]
+    return {
+        "time": _lines(n, [(_("self-attention"), r["attention_ms"], COLORWAY[1]), (_("FFN"), r["ffn_ms"], COLORWAY[0])],
+                       _("Time of one encoder layer's sublayers"), _("positions n"), _("milliseconds"),
+                       xaxis=log, yaxis={"type": "log"}),
+        "memory": _lines(n, [(_("attention weights (h × n × n)"), mib, COLORWAY[1])],
+                         _("Memory of one layer's attention weights"), _("positions n"), _("MiB"),
+                         xaxis=log, yaxis={"type": "log"}),
+        "arithmetic": _lines(n, [(_("q·k and the weighted sum (n²)"), ops["n_squared"], COLORWAY[1]),
+                                 (_("projections and FFN (n)"), ops["linear"], COLORWAY[0])],
+                             _("Multiply-adds of one encoder layer"), _("positions n"), _("multiply-adds"),
+                             xaxis=log, yaxis={"type": "log", "exponentformat": "power"}),
+    }
+
+
+def cache_figures(r: dict[str, Any]) -> dict[str, Figure]:
+    steps = list(range(1, r["steps"] + 1))
+    kib = [b / 1024 for b in r["cache_bytes"]]
+    return {
+        "steps": _lines(steps, [(_("prefix recomputed every step"), r["recompute_ms"], COLORS["recompute"]),
+                                (_("with the KV cache"), r["cached_ms"], COLORS["pre"])],
+                        _("Time of each generated token"), _("step (tokens written)"), _("milliseconds"),
+                        yaxis={"rangemode": "tozero"}),
+        "cache_size": _lines(steps, [(_("keys and values kept"), kib, COLORS["pre"])],
+                             _("Size of the KV cache"), _("step (tokens written)"), _("KiB"), yaxis={"rangemode": "tozero"}),
+    }
+
+
+# The arms of each training comparison as modelcore.lesson.training labels them (in its results and progress frames).
+ARM_LABELS = {"mask": ("causal mask", "no mask"), "ffn": tuple(f"d_ff = {w} × d_model" for w in (1, 2, 4))}
+
+
+def arm_label(label: str) -> str:
+    """A training arm's label in the reader's language (results and progress frames keep the English one)."""
+    names = {"causal mask": _("causal mask"), "no mask": _("no mask")}
+    width = re.fullmatch(r"d_ff = (\d+) × d_model", label)
+    if width:
+        return _("d_ff = %(w)s × d_model") % {"w": width[1]}
+    return names.get(label, label)
+
+
+def arm_names(kind: str) -> dict[str, str]:
+    """Each arm's label -> the label shown, for the live loss chart of a running comparison."""
+    return {label: arm_label(label) for label in ARM_LABELS.get(kind, ())}
 
 
 def training_figures(r: dict[str, Any]) -> dict[str, Figure]:
     data = []
     for i, arm in enumerate(r["arms"]):
-        data.append({"type": "scatter", "mode": "lines", "name": arm["label"], "x": list(range(1, len(arm["loss"]) + 1)),
-                     "y": arm["loss"], "line": {"color": COLORWAY[i % len(COLORWAY)]}})
-    labels = [a["label"] for a in r["arms"]]
+        data.append({"type": "scatter", "mode": "lines", "name": arm_label(arm["label"]),
+                     "x": list(range(1, len(arm["loss"]) + 1)), "y": arm["loss"],
+                     "line": {"color": COLORWAY[i % len(COLORWAY)]}})
+    labels = [arm_label(a["label"]) for a in r["arms"]]
     scores = {"data": [
         {"type": "bar", "name": _("final training loss"), "x": labels, "y": [a["final_loss"] for a in r["arms"]]},
         {"type": "bar", "name": _("exact match when generating"), "x": labels, "y": [a["exact_match"] for a in r["arms"]]},
@@ -158,7 +261,8 @@ def training_figures(r: dict[str, Any]) -> dict[str, Figure]:
 
 
 BUILDERS = {"encoder": encoder_figures, "decoder": decoder_figures, "residual": residual_figures,
-            "norms": norms_figures, "mask": training_figures, "ffn": training_figures}
+            "norms": norms_figures, "recurrence": recurrence_figures, "cost": cost_figures, "cache": cache_figures,
+            "mask": training_figures, "ffn": training_figures}
 
 
 def figures_for(kind: str, result: dict[str, Any]) -> dict[str, Figure]:

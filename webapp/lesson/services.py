@@ -20,10 +20,12 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from webapp.celery import app
+from webapp.core.broker import send_queued_again
 from webapp.core.feed import Feed, group_frame
-from webapp.core.limits import admit_script, limits_redis
+from webapp.core.limits import admit_script
 from webapp.core.presence import presence_client, workers_by_queue
 from webapp.core.redact import without_paths
+from webapp.core.redis_client import app_redis
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.registry.models import TrainedModel
@@ -36,11 +38,12 @@ DEMO_TASK = "webapp.lesson.demo"  # each demonstration takes well under a second
 DEMO_QUEUE = "demonstrations"
 TRAIN_TASK = "webapp.lesson.train"  # on the experiments queue, beside the students' experiment runs
 DEMO_WAIT_S = 20.0  # a worker busy longer than this is reported as busy; the page stays usable
-DEMO_KINDS = ("encoder", "decoder", "residual", "norms")
+DEMO_KINDS = ("encoder", "decoder", "residual", "norms", "recurrence", "cost", "cache")
 TRAIN_KINDS = ("mask", "ffn")
 DEFAULT_MODEL = "zh-en-post"  # the paper's Post-LN layout
 DEFAULT_SENTENCE = "我的猫追了一只老鼠。"
 INT_PARAMS = ("layer", "head", "query", "norm")
+DEMO_MAX_CHARS = 60  # modelcore.lesson.demos.MAX_SENTENCE_CHARS, which the web process cannot import (no torch)
 PROGRESS_EVERY_S = 0.25  # at most four progress frames a second per run
 
 
@@ -70,6 +73,9 @@ def demo_params(raw: dict[str, Any]) -> dict[str, Any]:
     params: dict[str, Any] = {"sentence": str(raw.get("sentence", "")).strip()}
     if str(raw.get("partner", "")).strip():
         params["partner"] = str(raw["partner"]).strip()
+    for name in ("sentence", "partner"):  # refused here at once, not after a round trip to the worker
+        if len(params.get(name, "")) > DEMO_MAX_CHARS:
+            raise DemoRefused("source_too_long", f"the {name} has {len(params[name])} characters; at most {DEMO_MAX_CHARS}")
     for name in INT_PARAMS:
         value = raw.get(name)
         if value not in (None, ""):
@@ -148,7 +154,7 @@ class _demo_slot:  # noqa: N801 - used as a context manager, like a function
 
     def __exit__(self, *exc: object) -> None:
         try:
-            limits_redis(settings.REDIS_URL).zrem(self.keys[0], self.member)
+            app_redis().zrem(self.keys[0], self.member)
         except RedisError:  # the entry expires on its own
             logger.warning("could not free a demonstration slot")
 
@@ -220,6 +226,12 @@ def training_request(*, user: Any, kind: str) -> TrainingRun:
     return run
 
 
+def training_resend_queued() -> int:
+    """Send every queued training comparison's message again (a worker reconnecting after Redis restarted empty lost
+    them); a run whose message survived gets two, and the second finds it running or ended and does nothing."""
+    return send_queued_again(TrainingRun.objects.filter(status=TrainingRun.Status.QUEUED), TRAIN_TASK, "experiments")
+
+
 def training_latest(*, kind: str) -> TrainingRun | None:
     return TrainingRun.objects.filter(key=_key("train", kind, {})).first()
 
@@ -232,8 +244,8 @@ def run_group(run_id: int) -> str:
 def training_execute(*, run_id: int) -> None:
     """In the worker: train the comparison; progress goes to the run's sockets (and, less often, to its row)."""
     run = TrainingRun.objects.get(pk=run_id)
-    if run.status == TrainingRun.Status.SUCCEEDED:
-        return  # delivered twice (acks_late): the first delivery finished it
+    if run.status in (TrainingRun.Status.SUCCEEDED, TrainingRun.Status.FAILED):
+        return  # delivered twice (acks_late, or sent again after a reconnect): the first delivery ended it
     run.status, run.progress = TrainingRun.Status.RUNNING, 0.0
     run.save(update_fields=["status", "progress", "updated_at"])
     group = run_group(run_id)

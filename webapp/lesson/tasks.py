@@ -8,7 +8,14 @@ from django.conf import settings
 
 from modelcore.experiments import torch_threads
 from webapp.celery import TrainingTask, app
-from webapp.lesson.services import DEMO_TASK, TRAIN_TASK, demo_compute, training_execute
+from webapp.core.broker import on_every_connect
+from webapp.lesson.services import (
+    DEMO_TASK,
+    TRAIN_TASK,
+    demo_compute,
+    training_execute,
+    training_resend_queued,
+)
 
 
 @app.task(name=DEMO_TASK)
@@ -32,3 +39,7 @@ def train_task(run_id: int) -> None:
     """One training comparison to the end; progress goes to its row."""
     with torch_threads(settings.EXPERIMENTS_TORCH_THREADS):
         training_execute(run_id=run_id)
+
+
+# A Redis that restarts empty loses the queued comparisons' messages, as the experiments' runs: send them again.
+on_every_connect(app, "experiments", training_resend_queued, "send queued lesson training comparisons again")

@@ -1,6 +1,7 @@
 """The lesson's pages, its demonstrations (htmx fragments), exercises and the instructors' progress table."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -12,11 +13,12 @@ from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.experiments.services import experiment_queue_place
 from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
-from webapp.lesson.figures import figures_for, masks_figure
+from webapp.lesson.figures import arm_label, arm_names, figures_for, masks_figure, stacks_figure
 from webapp.lesson.models import TrainingRun
 from webapp.lesson.services import (
     DEFAULT_MODEL,
     DEFAULT_SENTENCE,
+    DEMO_MAX_CHARS,
     DemoRefused,
     demo_run,
     lesson_students,
@@ -39,11 +41,20 @@ def _model_card(request: HttpRequest) -> dict[str, Any]:
     """The shipped model the pages describe: its configuration and training settings, from the registry."""
     model = TrainedModel.objects.filter(name=DEFAULT_MODEL).first()
     config = model.config if model else {}
-    train = (model.metrics.get("train", {}) if model else {}) or {}
+    metrics = (model.metrics if model else {}) or {}
+    train = metrics.get("train", {}) or {}
+    seconds = metrics.get("train_seconds")
     return {"name": DEFAULT_MODEL, "config": config, "train": train, "found": model is not None,
+            # How long it trained, as its metrics recorded it: the overview says so rather than "minutes".
+            "steps": metrics.get("step"), "threads": metrics.get("torch_threads"),
+            "train_minutes": round(seconds / 60) if seconds else None,
             "encoder_layers": range(config.get("n_encoder_layers", 0)),
             "decoder_layers": range(config.get("n_decoder_layers", 0)), "heads": range(config.get("n_heads", 0)),
-            "diagram": diagram(config), "norms": norm_names(config)}
+            "diagram": diagram(config), "norms": norm_names(config),
+            "paper_matrix": content.count_text(content.PAPER_VOCAB * content.PAPER["d_model"]),
+            "parameters": content.count_text(content.parameter_count(config)) if config else None,
+            "parameter_rows": content.parameter_rows(
+                [(m.name, m.config) for m in TrainedModel.objects.filter(shipped=True).order_by("name")])}
 
 
 def _pages() -> list[tuple[str, str, str]]:
@@ -57,7 +68,7 @@ def _page(request: HttpRequest, page: str, **extra: Any) -> HttpResponse:
         "title": content.pick(content.PAGE_TITLES[page]), "errata": content.errata(page),
         "exercises": content.exercises(page, progress_revealed(user=request.user, page=page)),
         "models": models_visible_to(request.user).filter(task="zh-en"), "default_model": DEFAULT_MODEL,
-        "default_sentence": DEFAULT_SENTENCE, "model_card": _model_card(request), "paper": content.PAPER, **extra,
+        "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS, "model_card": _model_card(request), "paper": content.PAPER, **extra,
     }
     return render(request, f"lesson/{content.lang()}/{TEMPLATES[page]}.html", context)
 
@@ -85,7 +96,8 @@ def residual_norm(request: HttpRequest) -> HttpResponse:
 @signed_in
 def questions(request: HttpRequest) -> HttpResponse:
     masks = {"masks": masks_figure(7)}
-    return _page(request, "questions", run=training_latest(kind="ffn"), figures=masks)
+    stacks = {"stacks": stacks_figure(4, 3)}
+    return _page(request, "questions", run=training_latest(kind="ffn"), figures=masks, stacks=stacks)
 
 
 @signed_in
@@ -100,7 +112,8 @@ def demo(request: HttpRequest, kind: str) -> HttpResponse:
     try:
         answer = demo_run(user=request.user, kind=kind, model_name=request.POST.get("model"), raw=request.POST.dict())
     except DemoRefused as refused:
-        context = {"code": refused.code, "message": str(refused), "retry_after": refused.retry_after}
+        context = {"code": refused.code, "message": str(refused), "retry_after": refused.retry_after,
+                   "max_chars": DEMO_MAX_CHARS}
         status = 200 if request.htmx else 429 if refused.code == "rate_limited" else 422
         response = render(request, "lesson/partials/demo_error.html", context, status=status)
         if refused.retry_after is not None:
@@ -139,9 +152,12 @@ def _queue_context(run: TrainingRun) -> dict[str, Any]:
 
 
 def _run_panel(request: HttpRequest, run: TrainingRun) -> HttpResponse:
-    figures = figures_for(run.kind, run.result) if run.status == TrainingRun.Status.SUCCEEDED else {}
+    done = run.status == TrainingRun.Status.SUCCEEDED
+    figures = figures_for(run.kind, run.result) if done else {}
     waiting = run.status == TrainingRun.Status.QUEUED and workers_present("experiments") is False
-    context = {"figures": figures, "no_worker": waiting, **_queue_context(run)}
+    arms = [{**arm, "shown": arm_label(arm["label"])} for arm in run.result["arms"]] if done else []
+    context = {"figures": figures, "no_worker": waiting, "arms": arms, "arm_names": json.dumps(arm_names(run.kind), ensure_ascii=False),
+               **_queue_context(run)}
     return render(request, "lesson/partials/run.html", context)
 
 

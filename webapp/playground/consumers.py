@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 
 from webapp.core.sockets import JsonSocket
 from webapp.playground.handoff import handoff
-from webapp.playground.protocol import ProtocolError, is_tag, parse_target, parse_view
+from webapp.playground.protocol import LOST_MESSAGES, ProtocolError, is_tag, parse_target, parse_view
 from webapp.playground.relay import relay
 from webapp.playground.services import (
     attention_view,
@@ -29,12 +29,6 @@ from webapp.playground.services import (
 )
 
 log = logging.getLogger(__name__)
-
-LOST_MESSAGES = {
-    "worker_lost": "the worker decoding this request stopped answering (it crashed or restarted); run it again",
-    "no_worker": "no decoding worker took this request in time; try again in a minute",
-}
-
 
 class DecodeConsumer(JsonSocket):
     """Frames: decode, cancel, step, resync, view. Worker frames arrive through the web process's relay."""

@@ -35,6 +35,13 @@ PARAM_KEYS = (
 )
 
 
+# The error frames' messages for a request no worker answers for (the playground's and a live session's).
+LOST_MESSAGES = {
+    "worker_lost": "the worker decoding this request stopped answering (it crashed or restarted); run it again",
+    "no_worker": "no decoding worker took this request in time; try again in a minute",
+}
+
+
 class ProtocolError(ValueError):
     """A frame the socket refuses; `code` goes into the error frame."""
 

@@ -1,24 +1,22 @@
 """Worker frames for every socket of one web process, one channel-layer message per worker step.
 
-Each token frame used to be a message of its own on its consumer's channel: a Redis message,
-a channel-layer queue and a consumer dispatch per frame, for every student at every step. In
-the web process that came to about 65 us of CPU a frame, more than the worker spends making
-it, and with a class decoding at once the web process fell behind the worker
-(docs/benchmarks.md). Here every event loop of the web process keeps one channel of its own
-while it has playground sockets; a job carries it (`relay`), the worker sends all of a step's
-frames for this process in one message on it, and the relay hands each frame to its socket,
-in order. A frame for a socket that has gone is dropped, as a message on a closed consumer's
-channel was.
+Every event loop of the web process keeps one channel of its own while it has playground
+sockets (its `Relay`); a job names it (`relay`), the worker sends all of a step's frames for
+this process in one message on it, and the relay hands each frame to its socket, in order, a
+step at a time (docs/benchmarks.md measures why: a message and a dispatch per frame cost the
+web process more than the worker spends making the frame). A frame for a socket that has gone
+is dropped.
 
 The relay also keeps each request's last sign of life: any frame of it, or the beat its worker
 sends every second for each request it holds (`alive`). A request that no worker took within
-PLAYGROUND_QUEUE_WAIT_S is refused with `no_worker`; one whose worker has been silent for
-PLAYGROUND_WORKER_LOST_S ends with `worker_lost` (the worker was killed or lost its machine).
+PLAYGROUND_QUEUE_WAIT_S is refused with `no_worker`, and at once when no interactive worker is
+left alive (webapp/core/presence.py knows a killed one within a second); one whose worker has
+been silent for PLAYGROUND_WORKER_LOST_S ends with `worker_lost` (the worker was killed or lost
+its machine).
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -28,10 +26,30 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from webapp.core.loops import per_loop
+from webapp.core.presence import queue_workers_up
 
 log = logging.getLogger(__name__)
 
 WATCH_EVERY_S = 0.5  # how often the relay looks for requests whose worker went quiet
+
+
+GROUP_TARGET = "group:"  # a relay target that names a channel-layer group (a live session's), not a channel
+
+
+def group_target(group: str) -> str:
+    """The relay a job names when its frames go to a group: each web process subscribed to it gets them once."""
+    return GROUP_TARGET + group
+
+
+async def relay_send(layer: Any, target: str, message: dict[str, Any]) -> None:
+    """Send a worker's message to a job's relay: a web process's channel, or a group (`group_target`).
+
+    On the pub/sub layer both are one PUBLISH; a group's reaches every web process subscribed to it.
+    """
+    if target.startswith(GROUP_TARGET):
+        await layer.group_send(target[len(GROUP_TARGET):], message)
+    else:
+        await layer.send(target, message)
 
 
 def frame_message(request_id: str, final: bool, text: str) -> dict[str, Any]:
@@ -75,7 +93,6 @@ class Relay:
         self._task: asyncio.Task[None] | None = None
         self._watched: dict[str, Watched] = {}
         self._watchdog: asyncio.Task[None] | None = None
-        self._drop_seq: int | None = settings.PLAYGROUND_TEST_DROP_SEQ  # tests only (settings/base.py)
 
     def watch(self, socket: FrameReceiver, request_id: str) -> None:
         """Expect this request's frames; tell the socket when they stop coming (request_lost)."""
@@ -95,13 +112,15 @@ class Relay:
     async def _watch_forever(self) -> None:
         while self._watched:
             await asyncio.sleep(WATCH_EVERY_S)
+            untaken = any(watched.seen is None for watched in self._watched.values())
+            nobody = untaken and await no_interactive_worker()
             now = time.monotonic()
             for request_id, watched in list(self._watched.items()):
                 socket = self._sockets.get(watched.socket)
                 if socket is None:  # its socket closed: the consumer cancelled it already
                     self._watched.pop(request_id, None)
                     continue
-                if watched.seen is None and now - watched.queued > settings.PLAYGROUND_QUEUE_WAIT_S:
+                if watched.seen is None and (nobody or now - watched.queued > settings.PLAYGROUND_QUEUE_WAIT_S):
                     code = "no_worker"
                 elif watched.seen is not None and now - watched.seen > settings.PLAYGROUND_WORKER_LOST_S:
                     code = "worker_lost"
@@ -151,8 +170,6 @@ class Relay:
                     else:
                         self._seen(request_id)
                     socket = self._sockets.get(reply)
-                    if self._drop_seq is not None and _has_seq(text, self._drop_seq):
-                        continue
                     if socket is not None:
                         await socket.playground_frame(frame_message(request_id, final, text))
                 except Exception:  # one bad frame or one socket's failure must not stop the others
@@ -162,10 +179,12 @@ class Relay:
             await asyncio.sleep(0)
 
 
-def _has_seq(text: str, seq: int) -> bool:
-    """Whether this frame is a token (or beams) frame of this seq (the test hook's check; never in production)."""
-    frame = json.loads(text)
-    return frame.get("type") in ("token", "beams") and frame.get("seq") == seq
+async def no_interactive_worker() -> bool:
+    """True when no interactive worker is alive to take a queued request (Redis away: False, the wait decides)."""
+    try:
+        return not await asyncio.to_thread(queue_workers_up, "interactive")
+    except Exception:  # Redis away for a moment: PLAYGROUND_QUEUE_WAIT_S still bounds the wait
+        return False
 
 
 relay = per_loop(Relay)  # the running event loop's relay

@@ -7,13 +7,13 @@ import uuid
 from typing import Any
 
 import orjson
-import redis
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
 from webapp.celery import app
-from webapp.core.limits import admit_script, limits_redis
-from webapp.core.presence import workers_by_queue
+from webapp.core.limits import admit_script
+from webapp.core.presence import queue_workers_up
+from webapp.core.redis_client import app_redis
 from webapp.playground import keys
 from webapp.playground.attention import View, attention_frame_of_packed
 from webapp.playground.protocol import DecodeRequest, Limits, ProtocolError, parse_decode
@@ -21,11 +21,6 @@ from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
 
 DECODE_TASK = "webapp.playground.decode"  # webapp.playground.tasks.decode, on the interactive queue
-
-def playground_redis() -> redis.Redis:
-    """The shared client (thread-safe pool) for the playground's control keys."""
-    return limits_redis(settings.REDIS_URL)
-
 
 def playground_limits() -> Limits:
     return Limits(max_source_chars=settings.PLAYGROUND_MAX_SOURCE_CHARS, max_tokens=settings.PLAYGROUND_MAX_TOKENS)
@@ -69,7 +64,7 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
     if not interactive_workers_up():
         return [NO_WORKER] * len(jobs)
     admit = admit_script(settings.REDIS_URL)
-    pipe = playground_redis().pipeline(transaction=False)
+    pipe = app_redis().pipeline(transaction=False)
     for job in jobs:
         now = job["submitted_at"]
         admit(
@@ -85,7 +80,7 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
             # A worker that comes back after the web side refused these jobs (no_worker) drops them unrun.
             app.send_task(DECODE_TASK, args=[admitted], queue="interactive", expires=settings.PLAYGROUND_QUEUE_WAIT_S)
         except Exception:  # the broker is down: free the slots just taken before telling the clients
-            release = playground_redis().pipeline(transaction=False)
+            release = app_redis().pipeline(transaction=False)
             for job in admitted:
                 release.zrem(keys.running_key(job["user_id"]), job["request_id"])
             release.execute()
@@ -94,20 +89,16 @@ def decode_queue(jobs: list[dict[str, Any]]) -> list[ProtocolError | None]:
 
 
 NO_WORKER = ProtocolError("no_worker", "no decoding worker is running right now; try again in a minute")
-PRESENCE_CACHE_S = 1.0
-_presence: list[float] = [float("-inf"), 0.0]  # when read, interactive workers then
 
 
 def interactive_workers_up() -> bool:
-    """Whether any interactive worker published its presence lately (webapp/core/presence.py), read once a second.
+    """Whether a live interactive worker is there (webapp/core/presence.py), counted at most twice a second.
 
-    A worker killed outright still counts until its key expires (15 s): the relay's watch
-    catches the requests it would have taken (no_worker, worker_lost).
+    A worker killed outright drops out at once (its Redis connection closes with it); a frozen one
+    when its key expires (15 s). The relay's watch catches the requests already queued (no_worker,
+    worker_lost).
     """
-    now = time.monotonic()
-    if now - _presence[0] > PRESENCE_CACHE_S:
-        _presence[:] = [now, float(len(workers_by_queue(playground_redis()).get("interactive", [])))]
-    return _presence[1] > 0
+    return queue_workers_up("interactive")
 
 
 _models: dict[str, tuple[float, dict[str, Any], bool]] = {}  # name -> (when read, job fields, published)
@@ -169,7 +160,7 @@ def decode_cancel(*, user_id: int, request_ids: list[str]) -> None:
     """Ask the worker to stop these requests before their next step, and free the user's slots now."""
     if not request_ids:
         return
-    pipe = playground_redis().pipeline(transaction=False)
+    pipe = app_redis().pipeline(transaction=False)
     for request_id in request_ids:
         pipe.set(keys.cancel_key(request_id), "1", ex=keys.CONTROL_TTL_S)
     pipe.zrem(keys.running_key(user_id), *request_ids)
@@ -178,7 +169,7 @@ def decode_cancel(*, user_id: int, request_ids: list[str]) -> None:
 
 def decode_step(*, request_ids: list[str]) -> None:
     """Let each of these step-mode requests take one more step."""
-    pipe = playground_redis().pipeline(transaction=False)
+    pipe = app_redis().pipeline(transaction=False)
     for request_id in request_ids:
         pipe.rpush(keys.step_key(request_id), "1")
         pipe.expire(keys.step_key(request_id), keys.CONTROL_TTL_S)
@@ -187,17 +178,17 @@ def decode_step(*, request_ids: list[str]) -> None:
 
 def request_resync(request_id: str) -> None:
     """Ask the worker for a `state` frame of this running request (read between two steps)."""
-    playground_redis().set(keys.resync_key(request_id), "1", ex=keys.CONTROL_TTL_S)
+    app_redis().set(keys.resync_key(request_id), "1", ex=keys.CONTROL_TTL_S)
 
 
 def attention_view(request_id: str, view: View) -> None:
     """Ask the worker to send this running request's attention in another view (read between two steps)."""
-    playground_redis().set(keys.view_key(request_id), json.dumps(view.to_dict()), ex=keys.CONTROL_TTL_S)
+    app_redis().set(keys.view_key(request_id), json.dumps(view.to_dict()), ex=keys.CONTROL_TTL_S)
 
 
 def ended_attention(request_id: str, view: View) -> str | None:
     """The `attention` frame of an ended request in this view, from the copy its worker kept; None: none kept."""
-    blob = playground_redis().get(keys.attention_key(request_id))
+    blob = app_redis().get(keys.attention_key(request_id))
     if blob is None:
         return None
     return orjson.dumps(attention_frame_of_packed(request_id, blob, view)).decode()
@@ -205,7 +196,7 @@ def ended_attention(request_id: str, view: View) -> str | None:
 
 def ended_state(request_id: str) -> str | None:
     """The `state` frame the worker kept when this request ended (for ENDED_TTL_S), if any."""
-    state = playground_redis().get(keys.state_key(request_id))
+    state = app_redis().get(keys.state_key(request_id))
     return state.decode() if state is not None else None
 
 

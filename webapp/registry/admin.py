@@ -11,7 +11,7 @@ from webapp.registry.models import TrainedModel
 
 def model_folder_allowed(path: str) -> bool:
     """A model folder lies inside the model store or the shipped models, after resolving links and '..'."""
-    from modelcore.checkpoint import SHIPPED_DIR
+    from modelcore.folder import SHIPPED_DIR
 
     folder = Path(path) if Path(path).is_absolute() else Path(settings.MODEL_STORE) / path
     resolved = folder.resolve()

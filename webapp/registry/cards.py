@@ -109,14 +109,14 @@ SHIPPED_CARDS: dict[str, Card] = {
             "mixed with 10,000 sentences of the zh-en grammar. It is scored on 400 real sentences it never saw."
         ),
         (
-            Probe("他把门闭上了。", "he closed the door ."),
+            Probe("你有时间吗？", "do you have time ?"),
             Probe("这个不对。", "this is not right ."),
             Probe("请关门。", "please close the door ."),
         ),
         attribution=HSK_ATTRIBUTION, fails=(
-            Probe("我认为他说得对。", "i can know him .", FLUENT_BUT_WRONG),
-            Probe("会议正式开始。", "the meeting is in the tomorrow .", FLUENT_BUT_WRONG),
-            Probe("我们明天去北京。", "we will all the north in the north .", RARE_WORDS),
+            Probe("我认为他说得对。", "i know him .", FLUENT_BUT_WRONG),
+            Probe("近来他很忙。", "he is full of hope .", FLUENT_BUT_WRONG),
+            Probe("我们明天去北京。", "we goes in the north .", RARE_WORDS),
         ),
     ),
     "reverse": Card(

@@ -29,7 +29,7 @@ def model_register_folder(
     published: bool | None = None, created_by: Any = None,
 ) -> TrainedModel:
     """Create or refresh the registry entry for a model folder (idempotent by name)."""
-    from modelcore.checkpoint import CheckpointError, read_summary
+    from modelcore.folder import CheckpointError, read_summary
 
     folder = Path(folder)
     try:
@@ -56,7 +56,7 @@ def model_register_folder(
 
 def shipped_models_register() -> list[TrainedModel]:
     """Register every model in modelcore/shipped, published on first registration."""
-    from modelcore.checkpoint import SHIPPED_DIR, shipped_models
+    from modelcore.folder import SHIPPED_DIR, shipped_models
 
     return [
         model_register_folder(folder=SHIPPED_DIR / name, name=name, title=SHIPPED_TITLES.get(name, ""),

@@ -10,6 +10,7 @@ from webapp.registry.alignment import alignment_for
 from webapp.registry.cards import card_for
 from webapp.registry.learning import learning_curve_for
 from webapp.registry.models import TrainedModel
+from webapp.registry.reliability import reliability_for
 from webapp.registry.services import RegistryError, model_knowledge, model_set_published, models_visible_to
 
 
@@ -21,13 +22,14 @@ def model_list(request: HttpRequest) -> HttpResponse:
 
 @signed_in
 def model_detail(request: HttpRequest, name: str) -> HttpResponse:
-    """One model: its configuration, figures, card, alignment figure and learning curve (if it has them) and
-    training curves."""
+    """One model: its configuration, figures, card, alignment figure, learning curve and reliability diagram (if it
+    has them) and training curves."""
     model = get_object_or_404(models_visible_to(request.user), name=name)
     history = model.metrics.get("history") or []
     card = card_for(name=model.name, task=model.task)
     context = {"model": model, "history": history, "card": card, "alignment": alignment_for(folder=model.folder),
-               "learning_curve": learning_curve_for(folder=model.folder)}
+               "learning_curve": learning_curve_for(folder=model.folder),
+               "reliability": reliability_for(folder=model.folder, checkpoint_hash=model.checkpoint_hash)}
     return render(request, "registry/detail.html", context)
 
 

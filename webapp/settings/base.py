@@ -7,6 +7,8 @@ import dj_database_url
 import plotly
 from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.utils.translation import gettext_lazy as _
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from webapp.settings.env import (
     env_bool,
@@ -203,9 +205,6 @@ PLAYGROUND_QUEUE_WAIT_S = env_int("PLAYGROUND_QUEUE_WAIT_S", 15, minimum=2)
 # Torch threads of an interactive worker process: small decoding steps are bound by per-op overhead,
 # and idle OpenMP threads spinning beside the loop slowed each step 10x on a busy 2-core machine.
 PLAYGROUND_TORCH_THREADS = env_int("PLAYGROUND_TORCH_THREADS", 1, minimum=1)
-# A test hook of the relay: drop each request's token frame of this seq, as a lost message would
-# (gap repair tests). Never set here; settings/test.py arms it from the environment.
-PLAYGROUND_TEST_DROP_SEQ: int | None = None
 # The lesson's demonstrations, per user (only those not answered from the cache count): how many at once and how
 # many new ones a minute; their stored results, kept while used within LESSON_DEMO_CACHE_DAYS, at most
 # LESSON_DEMO_CACHE_ROWS (the least recently used go first); torch threads of a demonstrations worker's each run.
@@ -232,7 +231,14 @@ CHANNEL_LAYERS = {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {
             # redis-py's 5 s default socket timeout kills idle sockets (channels_redis#422).
-            "hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+            # retry: a command that fails for its connection (ConnectionError, TimeoutError) is sent once
+            # more on a new one, at once. After a Redis restart a web process whose sockets were all closed
+            # meanwhile still holds the dead pub/sub connection (nobody read it); over TCP its first
+            # SUBSCRIBE vanishes into it and the next fails "Connection lost", which refused a socket
+            # with `unavailable` (4013) however long after the return. The reconnect re-subscribes
+            # every channel, the vanished one included. While Redis is away the reconnect fails at once
+            # and the error is raised as before (docs/deploy.md, "When something fails").
+            "hosts": [{"address": REDIS_URL, "socket_timeout": None, "retry": Retry(NoBackoff(), 1)}],
         },
     }
 }

@@ -47,8 +47,6 @@ STORAGES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory: Celery worker processes started by the tests open the same database.
     DATABASES["default"]["TEST"] = {"NAME": os.path.join(_RUN, "test.sqlite3")}
-# The playground relay's test hook (settings/base.py): drop each request's token frame of this seq.
-PLAYGROUND_TEST_DROP_SEQ = int(os.environ["PLAYGROUND_TEST_DROP_SEQ"]) if "PLAYGROUND_TEST_DROP_SEQ" in os.environ else None
 # Served straight from the finders so the ASGI test server needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True

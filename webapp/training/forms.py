@@ -46,10 +46,11 @@ class JobForm(forms.Form):
     batch_size = _int(_("Batch size (sentence pairs)"), 64, 1, 1024)
     schedule = forms.ChoiceField(label=_("Learning-rate schedule"), initial="noam", choices=[
         ("noam", _("Warmup, then 1/√step decay (the paper)")), ("constant", _("Constant")),
+        ("linear", _("Warmup to the learning rate, then linear decay to 0")),
     ])
     warmup_steps = _int(_("Warmup steps"), 400, 1, 100_000)
     lr_factor = forms.FloatField(label=_("Rate factor (warmup schedule)"), initial=1.0, min_value=0.01, max_value=10.0)
-    lr = forms.FloatField(label=_("Learning rate (constant schedule)"), initial=1e-3, min_value=1e-6, max_value=1.0)
+    lr = forms.FloatField(label=_("Learning rate (constant schedule; the linear schedule's peak)"), initial=1e-3, min_value=1e-6, max_value=1.0)
     seed = _int(_("Seed"), 0, 0, 2**31 - 1)
     checkpoint_every = _int(_("Checkpoint every (steps)"), 200, 1, 100_000,
                             _("A killed worker loses at most this many steps."))

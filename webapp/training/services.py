@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from modelcore.checkpoint import CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE, WEIGHTS_FILE
+from modelcore.folder import CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE, WEIGHTS_FILE
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import model_register_folder
 from webapp.training.dispatch import job_dispatch
@@ -136,10 +136,13 @@ def jobs_recover() -> int:
 
 
 def jobs_preempt(*, worker: str) -> int:
-    """A worker is shutting down: ask its runs to checkpoint and queue themselves again."""
-    return TrainingJob.objects.filter(status=Status.RUNNING, lease_owner__startswith=f"{worker}/").update(
-        preempt_requested=True
-    )
+    """A worker is shutting down: ask its runs to checkpoint and queue themselves again.
+
+    Reads first and writes only when the worker has runs: a worker with none (most of them) never waits for
+    the database's write lock while it shuts down.
+    """
+    running = TrainingJob.objects.filter(status=Status.RUNNING, lease_owner__startswith=f"{worker}/")
+    return running.update(preempt_requested=True) if running.exists() else 0
 
 
 def jobs_active_count(owner: Any) -> int:

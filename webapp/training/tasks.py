@@ -46,6 +46,7 @@ def checkpoint_running_jobs(sender: str = "", how: str = "", **_: Any) -> None:
         finally:
             connection.close()
 
-    thread = threading.Thread(target=flag, name="training-preempt")
+    # A daemon: one still waiting for the database when the wait below ends must not keep the process alive.
+    thread = threading.Thread(target=flag, name="training-preempt", daemon=True)
     thread.start()
     thread.join(10)

@@ -59,8 +59,9 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One job: live progress, loss and metric curves, the log tail, Cancel and Retry."""
     job = get_object_or_404(TrainingJob.objects.select_related("dataset", "model", "owner"), pk=job_id)
     labels = {value: str(label) for value, label in TrainingJob.Status.choices}
+    saved = job_checkpoint(job=job) if job.is_final else None  # what Retry resumes from, when there is one
     context = {"job": job, "snapshot": job_snapshot(job), "status_labels": labels,
-               "checkpoint": job_checkpoint(job=job) if job.is_final and job.model_id is None else None}
+               "checkpoint": saved if job.model_id is None else None, "resume_step": saved.step if saved else None}
     return render(request, "training/job.html", context)
 
 

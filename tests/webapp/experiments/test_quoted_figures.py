@@ -70,6 +70,16 @@ def power_of_ten_above(value: float) -> str:
     return f"1e{math.floor(math.log10(value)) + 1}"
 
 
+def eos_share() -> tuple[int, int]:
+    """(<eos> tokens, all tokens) of the validation targets the norm-position comparison evaluates on."""
+    from modelcore.experiments.runs import probe_task
+    from modelcore.experiments.spec import RunConfig
+
+    params = json.loads((DEFAULTS / "norm-position.json").read_text(encoding="utf-8"))["compare_norm_position"]["params"]
+    task = probe_task(RunConfig(**{k: v for k, v in params.items() if k in RunConfig.__dataclass_fields__}))
+    return len(task.valid), sum(len(target.split()) + 1 for _, target in task.valid)  # each target ends with <eos>
+
+
 def final(page: str, name: str, label: str) -> dict[str, float]:
     """A training arm's final loss (mean of the last steps) and its last evaluation."""
     run = arm(page, name, label)["run"]
@@ -83,6 +93,8 @@ def claims() -> list[tuple[str, str]]:
     depth_pre = [w2(shipped("residuals", f"gradflow_{n}_res"), "decoder")[-1] for n in (6, 12, 24)]
     accuracy = {e["token_accuracy"] for e in arm("norm-position", "compare_norm_position", "post")["run"]["evals"]}
     assert len(accuracy) == 1  # the same at every evaluation, as the page says
+    eos, tokens = eos_share()
+    assert round(eos / tokens, 5) == next(iter(accuracy))  # the score of answering <eos> everywhere
     enc24 = {r: [row["grad_norms"]["layer"] for row in shipped("residuals", f"gradflow_24_{r}")["layers"]
                  if row["stack"] == "encoder"] for r in ("res", "nores")}
     spread = drift("no residual", "spread")
@@ -96,6 +108,7 @@ def claims() -> list[tuple[str, str]]:
         ("0.041, 0.028, 0.021", f3(depth_pre)),
         ("0.100, 0.098, 0.105", f3([last_times_sqrt(n) for n in (6, 12, 24)])),
         ("0.114", f"{accuracy.pop():.3f}"),
+        ("100 of 880", f"{eos} of {tokens}"),
         ("0.57", g2(heat("post", "decoder 1")[0])),
         ("3e-6", g2(heat("post", "decoder 1")[-1])),
         ("2.8", g2(heat("post", "encoder 1")[0])),
@@ -119,8 +132,9 @@ def test_each_quoted_figure_is_the_shipped_one(index):
 PAGES = {
     "/experiments/norm-position/": ["0.043 to 0.257", "0.136 to 0.079", "0.226, 0.217, 0.229, 0.240, 0.232, 0.234",
                                     "0.236 to 0.092", "0.128, 0.135, 0.131", "0.041, 0.028, 0.021",
-                                    "0.100, 0.098, 0.105", "0.114", "0.57", "3e-6", "2.8", "5.9e-5", "99.85", "99.96"],
+                                    "0.100, 0.098, 0.105", "0.114", "100 of 880", "0.57", "3e-6", "2.8", "5.9e-5", "99.85", "99.96"],
     "/experiments/residuals/": ["0.30", "0.42", "0.28", "0.059", "0.33", "0.02", "6e-6", "0.43", "1e-7"],
+    "/lesson/residual-norm/": ["0.136 to 0.079", "0.236 to 0.092"],  # Pre-LN's gradients are not "unchanged"
 }
 
 
@@ -238,13 +252,17 @@ def doc_phrases(language: str) -> list[str]:
     post, pre = final("norm-position", "compare_norm_position", "post"), final("norm-position", "compare_norm_position", "pre")
     res, nores = final("residuals", "compare_residual", "residual"), final("residuals", "compare_residual", "no residual")
     ln, rms = final("layernorm", "norms", "layernorm"), final("layernorm", "norms", "rmsnorm")
+    eos, tokens = eos_share()
+    lr = json.loads((DEFAULTS / "norm-position.json").read_text(encoding="utf-8"))["compare_norm_position"]["params"]["lr"]
+    rate = f"{lr:.0e}".replace("e-0", "e-")
     if language == "en":
-        return [f"between {low} and {high}", f"less than {tiny}", ", ".join(f"{z} of {n}" for z, n in zeros),
+        return [f"({eos} of {tokens} tokens)", f"with the same learning rate ({rate}) and no warmup, Pre-LN learns",
+                f"between {low} and {high}", f"less than {tiny}", ", ".join(f"{z} of {n}" for z, n in zeros),
                 f"with residuals {res['loss']:.2f} (token accuracy {res['token_accuracy']:.2f}), "
                 f"without {nores['loss']:.2f} ({nores['token_accuracy']:.2f})",
                 f"token accuracy {ln['token_accuracy']:.2f} vs {rms['token_accuracy']:.2f}",
                 f"({pre['loss']:.2f} vs {post['loss']:.2f})"]
-    return [f"{low} 到 {high}", f"小于 {tiny}", "、".join(f"{n} 层中 {z} 层" for z, n in zeros),
+    return [f"（{tokens} 个词元中的 {eos} 个）", f"用同样的学习率（{rate}）、不预热，Pre-LN 就能学会", f"{low} 到 {high}", f"小于 {tiny}", "、".join(f"{n} 层中 {z} 层" for z, n in zeros),
             f"有残差 {res['loss']:.2f}（词元准确率 {res['token_accuracy']:.2f}），"
             f"无残差 {nores['loss']:.2f}（{nores['token_accuracy']:.2f}）",
             f"词元准确率 {ln['token_accuracy']:.2f} vs {rms['token_accuracy']:.2f}",
@@ -258,3 +276,22 @@ def test_the_docs_sentences_quote_the_shipped_figures(doc, language):
     text = re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef]) (?=[\u3000-\u9fff\uff00-\uffef])", "", text)
     missing = [phrase for phrase in doc_phrases(language) if phrase not in text]
     assert not missing, missing
+
+
+@pytest.mark.parametrize(("language", "words"), [("en", "{eos} of {tokens} tokens"), ("zh-hans", "{tokens} 个词元中的 {eos} 个")])
+def test_the_plateau_is_read_as_both_the_uniform_loss_and_the_eos_share(client_as, student, language, words):
+    client = client_as(student)
+    client.cookies["django_language"] = language
+    html = client.get("/experiments/norm-position/").content.decode()
+    eos, tokens = eos_share()
+    assert words.format(eos=eos, tokens=tokens) in html and "ln 20 ≈ 3.0" in html and "&lt;eos&gt;" in html
+
+
+@pytest.mark.parametrize(("language", "words"), [("en", "freshly initialised Pre-LN encoder layers with random weights (d_model {d},"),
+                                                 ("zh-hans", "权重随机的 Pre-LN 编码器层（d_model {d}")])
+def test_the_drift_figure_says_it_runs_on_fresh_layers_not_the_trained_model(client_as, student, language, words):
+    client = client_as(student)
+    client.cookies["django_language"] = language
+    html = client.get("/experiments/residuals/").content.decode()
+    params = json.loads((DEFAULTS / "residuals.json").read_text(encoding="utf-8"))["drift"]["params"]
+    assert words.format(d=params["d_model"]) in html and "on the real model" not in html

@@ -9,6 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
+from tests.fixtures.numbers import first_difference
 from tests.fixtures.sockets import socket_for
 from webapp.lesson.models import DemoResult, TrainingRun
 from webapp.lesson.services import training_request
@@ -32,7 +33,7 @@ def test_each_demonstration_draws_from_the_model_changes_with_input_and_is_cache
     client = client_as(student)
     expected = {"encoder": {"positions", "norms", "attention", "heads", "row_scores", "row_weights", "ffn"},
                 "decoder": {"self_attention", "cross_attention", "cross_row", "padding"},
-                "residual": {"distance", "spread", "norm_stats"}, "norms": {"batchnorm"}}
+                "residual": {"distance", "spread", "norm_stats"}, "norms": {"batchnorm", "modes", "means"}}
     for kind, names in expected.items():
         first = post(client, kind, sentence=SENTENCE)
         assert first.status_code == 200
@@ -47,6 +48,8 @@ def test_each_demonstration_draws_from_the_model_changes_with_input_and_is_cache
     assert DemoResult.objects.count() == 8
     decoder = post(client, "decoder", sentence=SENTENCE).content.decode()
     assert "my cat chased a mouse" in decoder and 'data-testid="teacher-forced-matches"' in decoder
+    norms = post(client, "norms", sentence=SENTENCE).content.decode()  # BatchNorm's two modes, labelled
+    assert "BatchNorm in training mode" in norms and 'data-testid="inference-shift">0.0<' in norms
 
 
 BAD = [({"sentence": ""}, "empty_source"), ({"sentence": "猫" * 80}, "source_too_long"),
@@ -158,4 +161,5 @@ def test_many_demonstrations_at_once_on_one_threaded_worker_each_store_their_own
     DemoResult.objects.all().delete()
     for i, (request, answer) in enumerate(zip(CONCURRENT, together, strict=True)):
         alone = run(request, students[i % len(students)])  # computed again with nothing else running
-        assert answer == alone and stored[request] == alone, f"{request} differs from the same request run alone"
+        difference = first_difference(answer, alone) or first_difference(stored[request], alone)
+        assert difference is None, f"{request} differs from the same request run alone at {difference}"

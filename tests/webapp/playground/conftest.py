@@ -7,17 +7,19 @@ import pytest
 
 from tests.fixtures.models import make_model_folder
 from tests.fixtures.services import WorkerProcess
+from webapp.core.redis_client import app_redis
 
 
 @pytest.fixture(autouse=True)
 def fresh_limits(redis_server):
     """Each test starts with no recorded requests and no cached model (ids and names repeat between tests)."""
+    from webapp.core import presence
     from webapp.playground import services
     from webapp.playground.keys import PREFIX
 
     services._models.clear()  # model names repeat from test to test, with other folders
-    services._presence[:] = [float("-inf"), 0.0]  # whether a worker is up is read afresh
-    client = services.playground_redis()
+    presence._read[0] = float("-inf")  # whether a worker is up is read afresh
+    client = app_redis()
     stale = list(client.scan_iter(f"{PREFIX}:*"))
     if stale:
         client.delete(*stale)
@@ -27,9 +29,8 @@ def fresh_limits(redis_server):
 def present_worker(redis_server):
     """An interactive worker's presence key, for tests of the queueing path that run no worker."""
     from webapp.core.presence import PREFIX, workers_publish
-    from webapp.playground import services
 
-    client = services.playground_redis()
+    client = app_redis()
     workers_publish(client, "present@test", ["interactive"])
     yield
     client.delete(PREFIX + "present@test")

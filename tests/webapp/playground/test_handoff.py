@@ -9,9 +9,10 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.fixtures.playground import SOURCE, connected, receive
+from webapp.core.redis_client import app_redis
 from webapp.playground.handoff import handoff
 from webapp.playground.protocol import parse_decode
-from webapp.playground.services import decode_queue, new_job, playground_limits, playground_redis
+from webapp.playground.services import decode_queue, new_job, playground_limits
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
@@ -26,7 +27,7 @@ def job_for(user_id: int) -> dict:
 
 def queued_messages(since: int) -> list[list[str]]:
     """Request ids carried by each Celery message pushed onto the queue after it held `since` messages."""
-    client = playground_redis()
+    client = app_redis()
     new = client.llen(QUEUE) - since
     raw = client.lrange(QUEUE, 0, new - 1) if new > 0 else []  # the broker pushes new messages at the head
     carried = []
@@ -38,9 +39,9 @@ def queued_messages(since: int) -> list[list[str]]:
 
 @pytest.fixture
 def empty_queue(redis_server):
-    playground_redis().delete(QUEUE)
+    app_redis().delete(QUEUE)
     yield
-    playground_redis().delete(QUEUE)
+    app_redis().delete(QUEUE)
 
 
 def test_one_call_checks_every_limit_and_queues_the_admitted_jobs_in_one_message(student, settings, empty_queue,

@@ -8,9 +8,9 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.fixtures.playground import SOURCE, connected, nothing_arrives, receive, until_final
+from webapp.core.redis_client import app_redis
 from webapp.playground import keys
 from webapp.playground.attention import decode_step_attention
-from webapp.playground.services import playground_redis
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -23,7 +23,7 @@ def tokens_of(frames):
 
 async def ended(request_id: str, timeout: float = 5) -> dict:
     """What the worker recorded when the request ended (it writes this only once it has stopped)."""
-    client = playground_redis()
+    client = app_redis()
     for _ in range(int(timeout / 0.05)):
         raw = await database_sync_to_async(client.get)(keys.ended_key(request_id))
         if raw:

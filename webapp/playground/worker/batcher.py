@@ -123,7 +123,8 @@ class Batcher:
         for lane, group in by_lane.values():
             starts: list[StartEvent | None]
             try:
-                starts = list(lane.decoder.add_many([(p.job.request_id, p.src_ids, p.params) for p in group]))
+                starts = list(lane.decoder.add_many([(p.job.request_id, p.src_ids, p.params) for p in group],
+                                                    texts=[p.job.source for p in group]))
             except DecodeError:  # one bad request: start the others one by one and tell that one why
                 starts = [self._add_one(lane, p, tick) for p in group]
             for prepared, start in zip(group, starts, strict=True):
@@ -149,7 +150,7 @@ class Batcher:
 
     def _add_one(self, lane: Lane, prepared: _Prepared, tick: Tick) -> StartEvent | None:
         try:
-            return lane.decoder.add(prepared.job.request_id, prepared.src_ids, prepared.params)
+            return lane.decoder.add(prepared.job.request_id, prepared.src_ids, prepared.params, text=prepared.job.source)
         except DecodeError as error:
             self._refuse(prepared.job, _error_code(error), str(error), tick)
             return None

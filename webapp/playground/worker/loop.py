@@ -24,7 +24,7 @@ from django.conf import settings
 from modelcore.checkpoint import LoadedModel
 from webapp.playground import keys
 from webapp.playground.attention import View
-from webapp.playground.relay import beat_message, frames_message
+from webapp.playground.relay import beat_message, frames_message, relay_send
 from webapp.playground.worker import frames
 from webapp.playground.worker.batcher import Admission, Batcher, Out, Tick
 from webapp.playground.worker.lanes import Job
@@ -194,7 +194,7 @@ class DecodeLoop:
             for request_id, relay in list(self._held.items()):
                 by_relay[relay].append(request_id)
             try:
-                await asyncio.gather(*(layer.send(relay, beat_message(ids)) for relay, ids in by_relay.items()))
+                await asyncio.gather(*(relay_send(layer, relay, beat_message(ids)) for relay, ids in by_relay.items()))
             except Exception:  # Redis away for a moment: the next beat tries again
                 log.warning("playground beat could not be sent", exc_info=True)
 
@@ -265,7 +265,8 @@ class FrameSender:
                 log.error("request %s has no relay to send its frames to", out.request_id)
             else:
                 relayed[out.relay].append(out)
-        await asyncio.gather(*(self.layer.send(relay, _relay_message(group)) for relay, group in relayed.items()))
+        await asyncio.gather(*(relay_send(self.layer, relay, _relay_message(group))
+                               for relay, group in relayed.items()))
 
     def take_finished(self) -> dict[str, str]:
         """The states of the requests that ended since the last call, for a late resync (keys.state_key)."""

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from modelcore.checkpoint import LoadedModel, load_model
+from modelcore.decoding.confidence import judge_for
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,8 @@ class WarmModels:
             model = self._models.get(key)
             if model is None:
                 model = load_model(path, device=self.device)
+                # Its judge (calibration, training words: about a second) now, not in the first request's done.
+                judge_for(folder=model.path, checkpoint_hash=model.checkpoint_hash, metrics=model.metrics)
                 if checkpoint_hash and model.checkpoint_hash != checkpoint_hash:
                     log.warning("%s changed on disk since it was registered (re-register it)", path)
                 self._models[key] = model

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install Debian packages the project needs when they are missing (chromium for browser tests,
-# gettext for compiling translations). Needs root, as on the CI machines.
+# nginx-light for the rolling-restart test behind the documented proxy, gettext for compiling
+# translations). Needs root, as on the CI machines.
 set -euo pipefail
 need=()
 for pkg in "$@"; do

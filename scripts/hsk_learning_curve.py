@@ -28,8 +28,8 @@ from webapp.registry.learning import CURVE_FILE  # noqa: E402  (the card reads t
 
 
 def real_pairs(options: dict) -> int:
-    """How many real HSK pairs a model with these task options was trained on."""
-    real = {key: value for key, value in options.items() if key != "generated"}
+    """How many real HSK pairs a model with these task options was trained on (no generated or dictionary pairs)."""
+    real = {key: value for key, value in options.items() if key not in ("generated", "glosses", "cedict")}
     return len(get_task("hsk", **real).train)
 
 

@@ -26,19 +26,21 @@ def redis_server_binary() -> str:
 
 
 class EmbeddedRedis:
-    """Start/stop a private redis-server that keeps nothing on disk."""
+    """Start/stop a private redis-server that keeps nothing on disk: on a Unix socket in run_dir, or on a TCP port
+    of 127.0.0.1 when `port` is given (as a production Redis listens; the tests of its restarts use both)."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, port: int | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.socket = self.run_dir / "redis.sock"
+        self.port = port
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"unix://{self.socket}"
+        return f"unix://{self.socket}" if self.port is None else f"redis://127.0.0.1:{self.port}/0"
 
     def answers(self) -> bool:
-        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=1)
+        client = redis.Redis.from_url(self.url, socket_timeout=1)
         try:
             return bool(client.ping())
         except (redis.RedisError, OSError):
@@ -51,9 +53,11 @@ class EmbeddedRedis:
         if self.answers():  # another process of ours already serves this socket
             return self.url
         self.socket.unlink(missing_ok=True)
+        listen = (["--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700"] if self.port is None
+                  else ["--port", str(self.port), "--bind", "127.0.0.1"])
         self.proc = subprocess.Popen(
-            [redis_server_binary(), "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
-             "--save", "", "--appendonly", "no", "--dir", str(self.run_dir), "--loglevel", "warning"],
+            [redis_server_binary(), *listen, "--save", "", "--appendonly", "no", "--dir", str(self.run_dir),
+             "--loglevel", "warning"],
             stdout=subprocess.DEVNULL,
             start_new_session=True,
         )

@@ -95,13 +95,20 @@ export function plotTexts(value, drawn = false) {
 // Below this width (a phone) the chart has no toolbar: it would sit on the title, and a page zooms by pinching.
 const NARROW_PX = 600;
 const TITLE_PX = 18; // Plotly's title size: 1.4 × the template's 13 px
+const AXIS_PX = 16; // an axis title's: 1.2 × 13 px
 const CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
+
+// About how wide `text` (escaped: &lt; is one character) is drawn at `px` pixels: a Chinese character takes the full
+// size, any other about half of it.
+function textWidth(text, px) {
+  return [...text.replace(/&[a-z]+;/g, "x")].reduce((sum, c) => sum + (CJK.test(c) ? 1 : 0.55), 0) * px;
+}
 
 // Lines of at most `room` pixels, broken between words (or between Chinese characters): Plotly neither wraps nor
 // shrinks a title, it cuts both ends off. `text` is escaped already (&lt; counts as one character).
-export function wrapTitle(text, room) {
+export function wrapTitle(text, room, px = TITLE_PX) {
   const units = text.match(/[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef][，。：；、）」]?|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]+|\s+/g) || [];
-  const width = (unit) => [...unit.replace(/&[a-z]+;/g, "x")].reduce((sum, c) => sum + (CJK.test(c) ? 1 : 0.55), 0) * TITLE_PX;
+  const width = (unit) => textWidth(unit, px);
   const lines = [];
   let line = "";
   for (const unit of units) {
@@ -126,6 +133,55 @@ function fitTitle(layout, width, toolbar) {
   layout.margin = { ...(layout.margin || {}), t: Math.max(layout.margin?.t || 0, top + 10) };
 }
 
+// An axis title longer than its side of the plot: Plotly neither wraps nor shrinks it, and a long y-axis title runs
+// out of the chart at the top and the bottom. What to change so that each axis title fits its side of the plot (a
+// subplot's share of it, by its domain), in lines: each axis's title text, and a legend below the plot (the
+// template's, at y -0.22) moved down by the lines the x-axis title gained. `titles`: each axis's title, unbroken.
+function axisTitleUpdates(layout, titles, sides, legendOwn) {
+  const updates = {};
+  for (const [name, text] of Object.entries(titles)) {
+    const domain = layout[name].domain || [0, 1];
+    const room = Math.max(60, sides[name[0]] * (domain[1] - domain[0]));
+    const lines = textWidth(text, AXIS_PX) <= room ? [text] : wrapTitle(text, room, AXIS_PX);
+    if (lines.join("<br>") !== titleText(layout[name].title)) updates[`${name}.title.text`] = lines.join("<br>");
+    if (name === "xaxis" && !legendOwn && sides.y > 0) {
+      const y = -0.22 - (lines.length - 1) * AXIS_PX * 1.3 / sides.y;
+      if (Math.abs(y - (layout.legend?.y ?? -0.22)) > 1e-3) updates["legend.y"] = y;
+    }
+  }
+  return updates;
+}
+
+function applyUpdates(layout, updates) {
+  for (const [path, value] of Object.entries(updates)) {
+    const [name, ...rest] = path.split(".");
+    layout[name] = { ...(layout[name] || {}) };
+    let node = layout[name];
+    for (const key of rest.slice(0, -1)) node = node[key] = typeof node[key] === "object" ? { ...node[key] } : {};
+    node[rest[rest.length - 1]] = value;
+  }
+}
+
+// First from the chart's size less the margins (so the chart is drawn right at once, mostly), then from the plot's
+// size as Plotly laid it out, its margins grown for ticks, legends and titles.
+function fitAxisTitles(div, layout, width, height) {
+  const titles = Object.fromEntries(Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key))
+    .map((key) => [key, titleText(layout[key].title)]).filter(([, text]) => text && !text.includes("<br>")));
+  if (!Object.keys(titles).length) return () => undefined;
+  const margin = { l: 80, r: 80, t: 100, b: 80, ...(layout.margin || {}) };
+  const legendOwn = layout.legend?.y !== undefined; // a legend the figure placed itself stays where it is
+  applyUpdates(layout, axisTitleUpdates(layout, titles, { x: width - margin.l - margin.r,
+                                                          y: (layout.height || height) - margin.t - margin.b }, legendOwn));
+  return () => {
+    const size = div._fullLayout?._size;
+    if (!size) return undefined;
+    const updates = axisTitleUpdates(layout, titles, { x: size.w, y: size.h }, legendOwn);
+    if (!Object.keys(updates).length) return undefined;
+    applyUpdates(layout, updates);
+    return Plotly.relayout(div, updates);
+  };
+}
+
 export function plot(element, data, layout = {}, { alt = "", config = {} } = {}) {
   const div = typeof element === "string" ? document.getElementById(element) : element;
   const styled = { ...plotTexts(layout), template: STYLE.template };
@@ -133,9 +189,10 @@ export function plot(element, data, layout = {}, { alt = "", config = {} } = {})
   const narrow = (div.clientWidth || window.innerWidth) < NARROW_PX;
   const settings = { ...CONFIG, ...(narrow ? { displayModeBar: false } : {}), ...config };
   fitTitle(styled, div.clientWidth || window.innerWidth, settings.displayModeBar !== false);
+  const refit = fitAxisTitles(div, styled, div.clientWidth || window.innerWidth, div.clientHeight || 360);
   div.setAttribute("role", "img");
   div.setAttribute("aria-label", describe(data, layout, alt));
-  return Plotly.react(div, plotTexts(data), styled, settings);
+  return Plotly.react(div, plotTexts(data), styled, settings).then(refit).then(() => div);
 }
 
 // A colour for a concept the data names (an arm's label, a metric's key), or none to take the colourway's next.

@@ -54,3 +54,33 @@ def test_chart_titles_stay_whole_and_clear_of_the_toolbar_on_a_screen_and_a_phon
             found += problems(charts, f"{width} px {path}")
     assert seen > 10
     assert not found, "\n".join(sorted(set(found)))
+
+
+# Per drawn chart: each axis title's box (every subplot's, the right-hand y-axis's too) and the chart's.
+AXIS_BOXES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((div) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return [...div.querySelectorAll('[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text')]
+      .map((t) => ({id: div.dataset.testid, title: t.textContent, text: box(t), chart: box(div)}));
+  })"""
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_axis_titles_stay_inside_their_charts_on_a_screen_and_a_phone(asgi_server, demo, page_factory, locale):
+    found, seen = [], 0
+    for width in (1400, 360):
+        page = page_factory(locale)
+        page.set_viewport_size({"width": width, "height": 900})
+        sign_in(page, asgi_server, "student")
+        for path in ("/experiments/norm-position/", "/experiments/residuals/", "/experiments/layernorm/",
+                     "/lesson/questions/"):
+            page.goto(asgi_server + path)
+            page.wait_for_selector(".js-plotly-plot .gtitle")
+            page.wait_for_timeout(500)
+            titles = page.evaluate(AXIS_BOXES)
+            seen += len(titles)
+            for t in titles:
+                (tl, tt, tr, tb), (cl, ct, cr, cb) = t["text"], t["chart"]
+                if tl < cl - 1 or tr > cr + 1 or tt < ct - 1 or tb > cb + 1:
+                    found.append(f"{width} px {path} {t['id']}: axis title out of the chart: {t['title']!r}")
+    assert seen > 20
+    assert not found, "\n".join(sorted(set(found)))

@@ -96,6 +96,7 @@ export function plotTexts(value, drawn = false) {
 const NARROW_PX = 600;
 const TITLE_PX = 18; // Plotly's title size: 1.4 × the template's 13 px
 const AXIS_PX = 16; // an axis title's: 1.2 × 13 px
+const ANNOTATION_PX = 13; // an annotation's: the template's size
 const CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
 
 // About how wide `text` (escaped: &lt; is one character) is drawn at `px` pixels: a Chinese character takes the full
@@ -182,6 +183,33 @@ function fitAxisTitles(div, layout, width, height) {
   };
 }
 
+// Subplot titles (annotations side by side above the plot, as every head of a layer): each one broken into lines
+// where it is wider than the room between it and its neighbours, once the plot's width is known (a colour bar and
+// the margins take their share of a phone's); the top margin grows by the lines they gained.
+function fitAnnotations(div, layout) {
+  const notes = (layout.annotations || []).map((note, i) => ({ note, i }))
+    .filter(({ note }) => note.xref === "paper" && note.yref === "paper" && typeof note.text === "string");
+  if (notes.length < 2) return () => undefined;
+  const texts = notes.map(({ note }) => note.text);
+  return () => {
+    const width = div._fullLayout?._size?.w;
+    if (!width) return undefined;
+    const updates = {};
+    let gained = 0;
+    notes.forEach(({ note, i }, k) => {
+      const row = notes.filter((other) => other.note.y === note.y && other.i !== i);
+      const gap = Math.min(...row.map((other) => Math.abs(other.note.x - note.x)), 1) * width;
+      const room = Math.max(20, gap - 6);
+      const lines = textWidth(texts[k], ANNOTATION_PX) <= room ? [texts[k]] : wrapTitle(texts[k], room, ANNOTATION_PX);
+      if (lines.join("<br>") !== note.text) updates[`annotations[${i}].text`] = lines.join("<br>");
+      gained = Math.max(gained, lines.length - 1);
+    });
+    if (!Object.keys(updates).length) return undefined;
+    if (gained) updates["margin.t"] = (div._fullLayout.margin?.t ?? layout.margin?.t ?? 100) + gained * ANNOTATION_PX * 1.3;
+    return Plotly.relayout(div, updates);
+  };
+}
+
 export function plot(element, data, layout = {}, { alt = "", config = {} } = {}) {
   const div = typeof element === "string" ? document.getElementById(element) : element;
   const styled = { ...plotTexts(layout), template: STYLE.template };
@@ -190,9 +218,10 @@ export function plot(element, data, layout = {}, { alt = "", config = {} } = {})
   const settings = { ...CONFIG, ...(narrow ? { displayModeBar: false } : {}), ...config };
   fitTitle(styled, div.clientWidth || window.innerWidth, settings.displayModeBar !== false);
   const refit = fitAxisTitles(div, styled, div.clientWidth || window.innerWidth, div.clientHeight || 360);
+  const refitNotes = fitAnnotations(div, styled);
   div.setAttribute("role", "img");
   div.setAttribute("aria-label", describe(data, layout, alt));
-  return Plotly.react(div, plotTexts(data), styled, settings).then(refit).then(() => div);
+  return Plotly.react(div, plotTexts(data), styled, settings).then(refit).then(refitNotes).then(() => div);
 }
 
 // A colour for a concept the data names (an arm's label, a metric's key), or none to take the colourway's next.

@@ -43,8 +43,10 @@ def _side_by_side(mats: list[list[list[float]]], x: list[str], y: list[str], tit
                                     "title": {"text": xt}}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "type": "category",
                                     "showticklabels": i == 0, "title": {"text": yt if i == 0 else ""}}
+        # Centred over its subplot (Plotly's "auto" anchors a title in the left third by its left end, in the right
+        # third by its right end, so that neighbours ran into each other).
         layout["annotations"].append({"text": name, "x": start + width / 2, "y": 1.0, "xref": "paper", "yref": "paper",
-                                      "yanchor": "bottom", "showarrow": False})
+                                      "xanchor": "center", "yanchor": "bottom", "showarrow": False})
     return {"data": data, "layout": layout}
 
 

@@ -1,5 +1,6 @@
 """Chromium: every chart title of the lesson and experiment pages stays whole inside its chart, above its plot, clear
-of Plotly's toolbar, on a 1400 px screen and on a 360 px phone, in English and in Chinese."""
+of Plotly's toolbar, and every axis title inside its chart, on a 1400 px screen and on a 360 px phone, in English and
+in Chinese."""
 from __future__ import annotations
 
 import pytest

@@ -84,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=tuple(PRESETS), default="small")
     _add_switches(p, layers_default=None)
     p.add_argument("--dropout", type=_number)
-    p.add_argument("--tie-embeddings", action="store_true")
+    p.add_argument("--tie-embeddings", action="store_true", help="the output layer shares the decoder's embedding")
+    p.add_argument("--share-embeddings", action="store_true",
+                   help="one vocabulary for source and target, one embedding for both stacks")
     p.add_argument("--steps", type=_positive_int, default=2000)
     p.add_argument("--batch-size", type=_positive_int, default=64)
     p.add_argument("--no-bucketing", action="store_true", help="mix lengths in each batch")
@@ -147,6 +149,7 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
         layers=args.layers, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
         norm_position=args.norm_position, norm=args.norm, dropout=getattr(args, "dropout", None),
         residual=False if args.no_residual else None, tie_embeddings=getattr(args, "tie_embeddings", False) or None,
+        share_embeddings=getattr(args, "share_embeddings", False) or None,
     )
 
 
@@ -154,6 +157,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from modelcore.training.config import StepInfo, TrainConfig
 
     task = _load_task(args)
+    if args.share_embeddings:
+        task.require_one_kind()
     config = TrainConfig(
         preset=args.preset, model=_model_overrides(args), steps=args.steps, batch_size=args.batch_size,
         length_bucketing=not args.no_bucketing, schedule=args.schedule, warmup_steps=args.warmup,

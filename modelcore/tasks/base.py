@@ -31,8 +31,20 @@ class Task:
     tgt_alphabet: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)  # what built it (seed included), for config.json
 
-    def build_tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
-        """Source and target tokenizers trained on the train split plus the alphabets."""
+    def build_tokenizers(self, shared: bool = False) -> tuple[Tokenizer, Tokenizer]:
+        """Source and target tokenizers trained on the train split plus the alphabets.
+
+        shared: one vocabulary for both sides (the paper's shared BPE), learnt from sources and targets together,
+        as three-way embedding tying needs; both sides must be read in tokens of one kind.
+        """
+        if shared:
+            self.require_one_kind()
+            texts = [*(s for s, _ in self.train), *(t for _, t in self.train)]
+            alphabet = tuple(dict.fromkeys((*self.src_alphabet, *self.tgt_alphabet)))
+            sizes = [size for size in (self.src_vocab_size, self.tgt_vocab_size) if size is not None]
+            one = Tokenizer.train(_with_alphabet(texts, alphabet, self.src_kind), self.src_kind,
+                                  max(sizes) if sizes else None)
+            return one, one
         src = Tokenizer.train(
             _with_alphabet([s for s, _ in self.train], self.src_alphabet, self.src_kind),
             self.src_kind,
@@ -45,6 +57,11 @@ class Task:
         )
         return src, tgt
 
+    def require_one_kind(self) -> None:
+        """A ValueError unless both sides are read in tokens of one kind (what one shared vocabulary needs)."""
+        if self.src_kind != self.tgt_kind:
+            raise ValueError(f"--share-embeddings: {self.name} reads its source in {self.src_kind} tokens and its "
+                             f"target in {self.tgt_kind} tokens, so the two sides cannot share one vocabulary")
 
 def _with_alphabet(texts: list[str], alphabet: Sequence[str], kind: str) -> list[str]:
     """`texts` plus one line holding every alphabet symbol, joined as that kind reads them."""

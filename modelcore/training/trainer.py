@@ -71,7 +71,7 @@ def train(
         loaded = load_model(out_dir, device=device)
         model, src_tok, tgt_tok = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
     else:
-        src_tok, tgt_tok = task.build_tokenizers()
+        src_tok, tgt_tok = task.build_tokenizers(shared=bool(config.model.get("share_embeddings")))
         model = EncoderDecoder(_model_config(config, src_tok, tgt_tok)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=config.betas, eps=config.eps)
     state: dict[str, Any] = {"step": 0, "epoch": 0, "index": 0, "history": [], "evals": [], "train_seconds": 0.0}

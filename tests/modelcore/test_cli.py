@@ -33,6 +33,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         (("decode", "--model", "reverse", "--max-len", "-1", "1 2"), "--max-len"),
         (("evaluate", "--model", "no-such-model"), "no shipped model"),
         (("gradflow", "--layers", "two"), "expected a whole number"),
+        (("train", "--task", "zh-en", "--out", "{tmp}", "--share-embeddings"), "cannot share one vocabulary"),
     ],
 )
 def test_bad_input_gives_one_line_and_a_failure_status(tmp_path: Path, args, message) -> None:
@@ -140,3 +141,21 @@ def test_train_writes_a_model_folder_that_decode_reads(tmp_path: Path) -> None:
     assert {"config.json", "model.safetensors", "tokenizer.json", "metrics.json"} <= {p.name for p in out.iterdir()}
     decoded = _run("decode", "--model", str(out), "1 2 3")
     assert decoded.returncode == 0 and decoded.stdout.endswith("\n")
+
+
+def test_train_with_three_way_tying_keeps_one_vocabulary_and_one_matrix(tmp_path: Path) -> None:
+    out = tmp_path / "tied"
+    result = _run(
+        "train", "--task", "reverse", "--task-option", "n_train=200", "--task-option", "n_valid=10",
+        "--task-option", "n_test=10", "--out", str(out), "--preset", "tiny", "--steps", "3", "--quiet",
+        "--share-embeddings", "--tie-embeddings",
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = load_model(out)
+    model = loaded.model
+    assert loaded.config.share_embeddings and loaded.config.tie_embeddings
+    assert model.src_embed.embedding.weight is model.tgt_embed.embedding.weight is model.generator.weight
+    assert loaded.src_tokenizer.hf.get_vocab() == loaded.tgt_tokenizer.hf.get_vocab()
+    untied = sum(p.numel() for p in model.parameters()) + 2 * model.generator.weight.numel()
+    assert untied == sum(p.numel() for p in model.state_dict().values())  # three matrices saved, one trained
+    assert _run("decode", "--model", str(out), "1 2 3").returncode == 0

@@ -20,7 +20,6 @@ from django.conf import settings
 
 from webapp.classroom import questions, services
 from webapp.classroom import socket_state as stored
-from webapp.classroom.ballot import ballot_answer_async
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
 from webapp.classroom.models import LiveSession, Question
@@ -422,15 +421,8 @@ class ClassroomSocket(JsonSocket):
             await self.send_error("forbidden", "only the session's participants answer its questions")
             return
         try:
-            question = questions.question_id_checked(frame.get("question"))
-            asked = questions.asked_cached(question, self.session_id)
-            if asked is None:  # the first answer to it in this process reads it from the database
-                asked = await _db(questions.asked)(question, self.session_id)
-            choice = questions.answer_checked(session_id=self.session_id, question_id=question,
-                                              choice=frame.get("choice"), question=asked)
-            counted, why = await ballot_answer_async(question, self.user_id, choice)
-            if not counted:
-                raise questions.answer_refusal(why)
+            question, choice = await questions.answer_take(session_id=self.session_id, user_id=self.user_id,
+                                                           question_id=frame.get("question"), choice=frame.get("choice"))
         except ClassroomError as error:
             await self.send_error(error.code, error.message)
             return

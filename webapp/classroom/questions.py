@@ -1,9 +1,11 @@
 """Prediction questions: opening one, taking each student's answer once, the reveal and the scores."""
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -11,7 +13,7 @@ from django.utils import timezone
 from webapp.classroom.ballot import (
     CLOSED,
     REVEALED,
-    ballot_answer,
+    ballot_answer_async,
     ballot_close,
     ballot_counts,
     ballot_mine,
@@ -149,18 +151,24 @@ def question_id_checked(question_id: Any) -> int:
     return question_id
 
 
-def answer_submit(*, session_id: int, user_id: int, question_id: Any, choice: Any) -> str:
+async def answer_take(*, session_id: int, user_id: int, question_id: Any, choice: Any,
+                      read: Callable[[int, int], Awaitable[Asked | None]] | None = None) -> tuple[int, str]:
     """Take one participant's answer (the caller knows the user has a seat): once per question, while it is open.
 
-    Counted in Redis (ballot.py); the database gets it when the question closes.
+    Returns (question id, the answer as counted), or raises ClassroomError saying why it was not taken. Counted in
+    Redis in one call (ballot.py), on the caller's event loop; the database gets it when the question closes. The
+    question is read from the database once per process (asked, by `read`: on a thread of Channels' pool, which
+    keeps its connections fresh, unless the caller says otherwise), then from memory.
     """
     question_id = question_id_checked(question_id)
-    choice = answer_checked(session_id=session_id, question_id=question_id, choice=choice,
-                            question=asked(question_id, session_id))
-    counted, why = ballot_answer(question_id, user_id, choice)
+    found = asked_cached(question_id, session_id)
+    if found is None:
+        found = await (read or database_sync_to_async(asked, thread_sensitive=False))(question_id, session_id)
+    choice = answer_checked(session_id=session_id, question_id=question_id, choice=choice, question=found)
+    counted, why = await ballot_answer_async(question_id, user_id, choice)
     if not counted:
         raise answer_refusal(why)
-    return choice
+    return question_id, choice
 
 
 def answers_persist(question: Question, taken: dict[int, tuple[str, Any]]) -> None:

@@ -9,6 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tests.fixtures.classroom import take_answer
+
 pytestmark = pytest.mark.django_db
 
 
@@ -95,7 +97,7 @@ def test_the_answers_csv_defuses_every_cell_and_times_each_answer(client_as, ses
     from django.contrib.auth.models import Group
 
     from webapp.classroom.models import Question
-    from webapp.classroom.questions import QuestionSpec, answer_submit, question_open, question_reveal
+    from webapp.classroom.questions import QuestionSpec, question_open, question_reveal
     from webapp.classroom.services import session_join
 
     students = []
@@ -106,10 +108,10 @@ def test_the_answers_csv_defuses_every_cell_and_times_each_answer(client_as, ses
         students.append(user)
     question = question_open(session=session, spec=QuestionSpec("choice", "+cmd|' /C calc'!A0", ["-1", "+b"]),
                              request_id=None, seq=None)
-    answer_submit(session_id=session.pk, user_id=students[0].pk, question_id=question.pk, choice="-1")
+    take_answer(session_id=session.pk, user_id=students[0].pk, question_id=question.pk, choice="-1")
     first = timezone.now()
     time.sleep(1.1)
-    answer_submit(session_id=session.pk, user_id=students[1].pk, question_id=question.pk, choice="+b")
+    take_answer(session_id=session.pk, user_id=students[1].pk, question_id=question.pk, choice="+b")
     time.sleep(1.1)
     closed = timezone.now()
     question_reveal(question=Question.objects.get(pk=question.pk), answer="-1")

@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from tests.fixtures.classroom import take_answer
 from webapp.classroom.codes import ALPHABET, BITS, LENGTH, new_code, normalize_code
 
 pytestmark = pytest.mark.django_db
@@ -142,13 +143,13 @@ def test_an_ended_session_sends_participants_to_its_history_and_refuses_newcomer
 
 def test_the_csv_holds_every_answer_and_defuses_formulas(client_as, session, student, instructor):
     from webapp.classroom.models import Question
-    from webapp.classroom.questions import QuestionSpec, answer_submit, question_open, question_reveal
+    from webapp.classroom.questions import QuestionSpec, question_open, question_reveal
     from webapp.classroom.services import session_join
 
     session_join(user=student, session=session)
     question = question_open(session=session, spec=QuestionSpec("choice", "Which?", ["=1+1", "b"]),
                              request_id=None, seq=None)
-    answer_submit(session_id=session.pk, user_id=student.pk, question_id=question.pk, choice="=1+1")
+    take_answer(session_id=session.pk, user_id=student.pk, question_id=question.pk, choice="=1+1")
     question_reveal(question=Question.objects.get(pk=question.pk), answer="=1+1")
     body = client_as(instructor).get(f"/classroom/{session.code}/history/answers.csv").content.decode()
     header, row = body.strip().splitlines()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.classroom import take_answer
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import Answer, LiveSession, Participant, Question
 from webapp.classroom.questions import (
     QuestionSpec,
     answer_counts,
-    answer_submit,
     live_counts,
     my_answer,
     open_question,
@@ -44,7 +44,7 @@ def choice(session, *options: str) -> Question:
 
 
 def answer(session, user, question, text) -> str:
-    return answer_submit(session_id=session.pk, user_id=user.pk, question_id=question.pk, choice=text)
+    return take_answer(session_id=session.pk, user_id=user.pk, question_id=question.pk, choice=text)
 
 
 def refusal(call) -> str:
@@ -125,7 +125,7 @@ def test_an_answer_must_be_one_of_the_options_of_a_question_of_this_session(sess
     assert refusal(lambda: answer(session, ann, question, "purple")) == "bad_params"
     assert refusal(lambda: answer(session, ann, question, "")) == "bad_params"
     assert refusal(lambda: answer(other, ann, question, "red")) == "not_found"
-    assert refusal(lambda: answer_submit(session_id=session.pk, user_id=ann.pk, question_id=True,
+    assert refusal(lambda: take_answer(session_id=session.pk, user_id=ann.pk, question_id=True,
                                          choice="red")) == "bad_params"
     assert answer(session, ann, question, "red") == "red"  # none of the refused ones used up the student's answer
 

@@ -253,9 +253,7 @@ def _strings() -> dict[str, Any]:
     """The pages' script messages, in the reader's language; the views' own come from the playground."""
     return {
         **page_strings(),
-        "connecting": _("Connecting…"),
         "live": _("Live"),
-        "reconnecting": _("The connection dropped; reconnecting…"),
         "ended": _("The session has ended."),
         "waiting": _("Waiting for the instructor to run the model…"),
         "running": _("The model is decoding: {n} tokens so far."),

@@ -43,3 +43,15 @@ def test_students_and_instructors_are_offered_the_lesson(client_as, student, ins
 def test_students_and_instructors_are_offered_the_live_sessions(client_as, student, instructor):
     for user in (student, instructor):
         assert "/classroom/" in links_of(client_as(user).get("/").content.decode()), user.username
+
+
+@pytest.mark.parametrize(("language", "words"), [("en", "on small models of the app's own encoder-decoder"),
+                                                 ("zh-hans", "编码器-解码器的小模型上比较 Post-LN 与 Pre-LN")])
+def test_the_home_page_says_what_the_norm_position_figures_run_on(client_as, student, language, words):
+    """The Post-LN against Pre-LN figures come from small fresh or freshly trained models, not the shipped translators."""
+    import html
+
+    client = client_as(student)
+    client.cookies["django_language"] = language
+    page = html.unescape(client.get("/").content.decode())
+    assert words in page and "Pre-LN on the real model" not in page

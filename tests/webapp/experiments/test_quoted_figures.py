@@ -295,3 +295,12 @@ def test_the_drift_figure_says_it_runs_on_fresh_layers_not_the_trained_model(cli
     html = client.get("/experiments/residuals/").content.decode()
     params = json.loads((DEFAULTS / "residuals.json").read_text(encoding="utf-8"))["drift"]["params"]
     assert words.format(d=params["d_model"]) in html and "on the real model" not in html
+
+
+@pytest.mark.parametrize(("doc", "words"), [("docs/experiments.md", "freshly initialised (d_model {d}, not the"),
+                                            ("docs/experiments.zh.md", "刚初始化，d_model {d}；")])
+def test_the_docs_say_the_drift_runs_on_fresh_layers_not_the_trained_model(doc, words):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    params = json.loads((DEFAULTS / "residuals.json").read_text(encoding="utf-8"))["drift"]["params"]
+    assert words.format(d=params["d_model"]) in text
+    assert "On the real model" not in text and "在真实模型上" not in text

@@ -151,3 +151,14 @@ def test_the_sentence_field_takes_what_the_demonstration_takes_and_says_so(clien
     text = text_of(refused)
     assert 'data-code="source_too_long"' in refused.content.decode() and "60" in text
     assert "the sentence has" not in text and ("这个句子" in text) == (language == "zh")
+
+
+def test_the_docs_say_the_training_comparisons_run_on_tiny_copy_models():
+    assert BASE.task == "copy"
+    text = " ".join((ROOT / "docs/lesson.md").read_text(encoding="utf-8").split())
+    assert f"tiny copy-task models of their own ({BASE.layers} + {BASE.layers} layers, d_model {BASE.d_model}, " \
+           f"{BASE.steps} steps" in text
+    assert "every demonstration computed on the real shipped models" not in text
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "only its two training comparisons train tiny copy-task models" in readme
+    assert "whose every demonstration runs on the real model" not in readme

@@ -248,10 +248,10 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
          "a": {"zh": "在乘 γ、加 β 之前分别是 0 和 1；之后由 γ、β 决定。它没有任何缓冲区（没有滑动统计量），参数只有 weight（γ）和 bias（β）。", "en": "0 and 1 before γ and β; after them, whatever γ and β make it. It keeps no buffers (no running statistics); its parameters are weight (γ) and bias (β) only."}},
     ],
     "questions": [
-        {"id": "questions-1", "q": {"zh": "把句子换成和搭档句不同长度的另一句，BatchNorm 的偏移变了吗？LayerNorm 呢？", "en": "Change the sentence to one of another length than its partner: does BatchNorm's shift change? LayerNorm's?"},
-         "a": {"zh": "BatchNorm 的偏移随批次组成和 padding 变化；LayerNorm 的始终为 0。", "en": "BatchNorm's shift moves with the batch and its padding; LayerNorm's stays 0."}},
+        {"id": "questions-1", "q": {"zh": "把句子换成和搭档句不同长度的另一句，BatchNorm 在训练模式下的偏移变了吗？推理模式下呢？LayerNorm 呢？", "en": "Change the sentence to one of another length than its partner: does BatchNorm's shift change in training mode? In inference mode? LayerNorm's?"},
+         "a": {"zh": "训练模式下，BatchNorm 的偏移随同批的句子和 padding 变化；推理模式（滑动平均）下和 LayerNorm 一样始终为 0。但 BatchNorm 的两种模式给同一个词的结果仍然不同。", "en": "In training mode BatchNorm's shift moves with whatever shares the batch and its padding; in inference mode (running averages) it stays 0, as LayerNorm's does. The two BatchNorm modes still give the same token different vectors."}},
         {"id": "questions-2", "q": {"zh": "d_ff = 1×、2×、4× d_model，哪个最终训练损失最低？参数多了多少？", "en": "d_ff = 1×, 2×, 4× d_model: which ends with the lowest training loss, and how many more parameters does the widest take?"},
-         "a": {"zh": "看表：在这个很简单的复制任务上，三者的损失相差不大，4× 并没有更低（我们测得 1×、2× 略低）；参数却随 d_ff 增加。加宽买来的是容量，只有任务需要时才显出好处，论文的翻译任务比这里难得多。", "en": "Read the table: on this easy copy task the three end close together and 4× is not the lowest (we measured 1× and 2× slightly lower), while the parameters grow with d_ff. Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."}},
+         "a": {"zh": "看表：在这个很简单的复制任务上，最宽的 4× 最终损失并不最低。按默认设置（种子 0、300 步），1× 最低，4× 最高；而 4× 的参数比 1× 多约三分之二（61,848 对 36,888）。加宽买来的是容量，只有任务需要时才显出好处，论文的翻译任务比这里难得多。", "en": "Read the table: on this easy copy task the widest, 4×, does not end with the lowest loss. With the default settings (seed 0, 300 steps) 1× ends lowest and 4× highest, while 4× takes about two thirds more parameters than 1× (61,848 against 36,888). Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."}},
     ],
     "glossary": [],
 }

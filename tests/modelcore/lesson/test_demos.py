@@ -146,3 +146,16 @@ def test_the_exercise_quotes_the_ffn_zero_share_the_shipped_models_give():
     assert f"{min(others):.2f} 到 {max(others):.2f}" in answer["zh"]
     if high == 1:  # a token with every unit at 0: the FFN adds only b2
         assert "b₂" in answer["en"] and "b₂" in answer["zh"]
+
+
+def test_the_batchnorm_exercise_answers_what_each_mode_does_with_another_sentence(zh_en):
+    from webapp.lesson.content import EXERCISES
+
+    one = run_demo("norms", zh_en, {"sentence": SENTENCE, "partner": "猫追老鼠。"})
+    other = run_demo("norms", zh_en, {"sentence": "三个聪明的女孩喝五瓶水。", "partner": "猫追老鼠。"})
+    assert one["batchnorm_shift"]["batch"][0] != other["batchnorm_shift"]["batch"][0]  # training mode moves
+    for result in (one, other):  # inference mode and LayerNorm stay at 0; the two modes still disagree
+        assert max(result["batchnorm_shift"]["inference"]) == 0 and max(result["layernorm_shift"]) < 1e-4
+        assert min(result["mode_gap"]) > 1
+    answer = next(e["a"] for e in EXERCISES["questions"] if e["id"] == "questions-1")
+    assert "in inference mode (running averages) it stays 0" in answer["en"] and "推理模式（滑动平均）下" in answer["zh"]

@@ -35,3 +35,19 @@ def test_bad_requests_are_refused():
         run_training("nope", {})
     with pytest.raises(ValueError):
         run_training("mask", {"steps": 10_000})
+
+
+@pytest.mark.slow
+def test_the_ffn_exercise_quotes_the_default_comparison():
+    from webapp.lesson.content import EXERCISES
+
+    with torch_threads(1):
+        result = run_training("ffn", {})
+    losses = [arm["final_loss"] for arm in result["arms"]]
+    narrow, widest = result["arms"][0]["parameters"], result["arms"][-1]["parameters"]
+    assert losses[0] == min(losses) and losses[-1] == max(losses)  # 1x lowest, 4x highest
+    assert round(widest / narrow - 1, 1) in (0.6, 0.7)  # about two thirds more
+    answer = next(e["a"] for e in EXERCISES["questions"] if e["id"] == "questions-2")
+    for text in answer.values():
+        assert f"{widest:,} " in text and f"{narrow:,}" in text
+    assert "seed 0, 300 steps" in answer["en"] and "种子 0、300 步" in answer["zh"]

@@ -192,6 +192,10 @@ class ClassroomSocket(JsonSocket):
         if relay.request_id == request_id and relay.complete:
             await self.send(text_data=relay.state_text())
             return
+        if relay.request_id == request_id and relay.ended:  # ended here before this copy was whole: the worker's copy
+            relay.waiting.append(self)
+            await stored.run_gap(relay, request_id, True)
+            return
         if running:
             relay.waiting.append(self)
             await _redis(request_resync)(request_id)

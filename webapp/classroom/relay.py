@@ -181,7 +181,10 @@ class SessionRelay:
                                              "options": options}).decode())
         if final:
             self.ended = True
-        if lost and self._on_gap is not None:
+        # A hole seen here, or a run that ended before this relay held all of it (it began following mid-run and the
+        # worker's answer to its resync never came: the resync reached the worker after the last step): its screens
+        # waiting for the state get the worker's whole copy instead of waiting for ever.
+        if (lost or (final and not self.complete)) and self._on_gap is not None:
             await self._on_gap(self, request_id, final)
         if final:
             await self._on_final(self, request_id)

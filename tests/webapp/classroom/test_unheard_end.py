@@ -62,3 +62,38 @@ async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_worke
     assert kept == frames  # the history replays the whole run
     fresh = await database_sync_to_async(LiveSession.objects.get)(pk=session.pk)
     assert not fresh.state.get("running")
+
+
+async def test_a_run_that_ends_before_a_mid_run_relay_holds_all_of_it_answers_its_waiting_screens(session):
+    """A web process whose sockets all reconnected near a run's end (a proxy restart) follows it afresh: its relay
+    asked the worker for the run's state, but the ask reached the worker after the last step, so no answer comes.
+    When the run's `done` arrives, the screens waiting for the state get the worker's whole copy (seen under load in
+    the rolling-restart test: every screen of one process stuck at step 49 of 60 until the test gave up)."""
+    from webapp.classroom import socket_state as stored
+    from webapp.classroom.relay import SessionRelay
+    from webapp.core.redis_client import app_redis
+    from webapp.playground import keys
+
+    run = "run-ends-mid-follow"
+    state = {"source": "a b c d", "params": {}, "request_id": run, "running": True, "tokens": [], "driver": None}
+    await database_sync_to_async(stored.run_begin)(session, session.model_name, state, run)
+    frames = [{"type": "start", "request_id": run},
+              *({"type": "token", "request_id": run, "seq": i, "token": t} for i, t in enumerate("dcba")),
+              {"type": "done", "request_id": run, "text": "d c b a", "reason": "eos"}]
+    app_redis().set(keys.state_key(run), json.dumps({"type": "state", "request_id": run, "frames": frames}), ex=60)
+
+    relay = SessionRelay(session.code, on_final=stored.run_record, on_gap=stored.run_gap)
+    relay.request_id = run  # joined mid-run: nothing of it held here yet, the resync unanswered
+    screen = Screen()
+    relay.sockets[screen] = None
+    relay.waiting.append(screen)
+    for i, frame in enumerate(frames[3:], start=3):
+        await relay._frame(run, i == len(frames) - 1, orjson.dumps(frame).decode())
+
+    states = [f for f in screen.frames if f["type"] == "state"]
+    assert len(states) == 1, [f["type"] for f in screen.frames]
+    assert states[0]["frames"] == frames  # every step, from the worker's copy
+    assert not relay.waiting and relay.complete
+    late = Screen()  # a screen joining now gets the whole run from this process at once
+    await late.send(relay.state_text())
+    assert late.frames[0]["frames"] == frames

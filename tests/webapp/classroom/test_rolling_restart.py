@@ -41,6 +41,10 @@ class Screen:
     back_after: list[float] = field(default_factory=list)  # how long until it was served again (a snapshot)
     told: list[dict[str, Any]] = field(default_factory=list)  # error frames
     first_frames: list[dict[str, Any]] = field(default_factory=list)  # the console's: sent once, on its first join
+    since_join: list[str] = field(default_factory=list)  # the types of the frames since the last `session` frame
+
+    def told_since_join(self) -> str:
+        return f"{len(self.drops)} drops, then: {' '.join(self.since_join[-12:]) or 'nothing'}"
 
     def steps(self) -> list[int]:
         return [f["seq"] for f in self.frames if f["type"] == "token"]
@@ -76,6 +80,7 @@ async def follow(proxy: Proxy, code: str, screen: Screen, until: float, first: a
 
 async def _take(ws: Any, screen: Screen, frame: dict[str, Any], dropped: float | None) -> None:
     kind = frame["type"]
+    screen.since_join = [] if kind == "session" else [*screen.since_join, f"{kind}:{frame.get('seq', '')}"]
     if kind == "session":
         for first in screen.first_frames:
             await asyncio.sleep(1)  # the class joins meanwhile
@@ -101,6 +106,13 @@ async def _take(ws: Any, screen: Screen, frame: dict[str, Any], dropped: float |
             await ws.send(json.dumps({"type": "resync"}))
     elif kind == "error":
         screen.told.append(frame)
+
+
+def _print_log_tails(folder: Any) -> None:
+    for log in sorted([*folder.glob("daphne-*.log"), *folder.glob("worker-*.log")]):
+        lines = [line for line in log.read_text(errors="replace").splitlines()
+                 if any(word in line for word in ("ERROR", "WARNING", "Error", "Traceback", "lost", "resync"))]
+        print(f"-- {log.name}: {len(lines)} warning lines, the last:", *lines[-8:], sep="\n  ")
 
 
 def test_restarting_each_web_process_and_the_proxy_mid_run_loses_no_step_and_no_answer(
@@ -155,6 +167,9 @@ def test_restarting_each_web_process_and_the_proxy_mid_run_loses_no_step_and_no_
         print(f"students dropped {sum(drops)} times (each 1-{max(drops)}); back in p50 {back[len(back) // 2]:.2f} s, "
               f"max {back[-1]:.2f} s")
         holes = [s for s in [*students, console] if not s.whole()]
+        if holes:  # what the screens and the processes said, for whoever reads the failure
+            print(f"{len(holes)} screens without the whole run:", *(s.told_since_join() for s in holes[:5]), sep="\n  ")
+            _print_log_tails(tmp_path)
         assert not holes, [(s.steps()[-5:], s.frames[-1:], s.told[-1:]) for s in holes[:3]]
         assert all(s.drops for s in students)  # the proxy's restart dropped every tab, and each came back
         question = Question.objects.get(session=session)

@@ -23,6 +23,7 @@ from channels.layers import get_channel_layer
 
 from webapp.classroom.reveal import next_token_options
 from webapp.core.loops import per_loop
+from webapp.playground import protocol
 from webapp.playground.relay import group_target
 
 STEP_TYPES = ("token", "beams")  # the frames that carry a step's seq
@@ -105,7 +106,7 @@ class SessionRelay:
         return list(self.frames if self.held_from is None else self.frames[:self.held_from])
 
     def state_text(self) -> str:
-        return _state(self.request_id or "", self.shown_frames())
+        return protocol.state_text(self.request_id or "", self.shown_frames())
 
     def frame(self, request_id: str, seq: int) -> dict[str, Any] | None:
         """The step frame of this seq of the current request, if it arrived here."""
@@ -259,10 +260,6 @@ async def _safe_send(socket: Any, text: str) -> None:
         await socket.send(text_data=text)
     except Exception:  # a socket closing as the frame went: the others still get it
         log.debug("classroom frame to a closing socket dropped", exc_info=True)
-
-
-def _state(request_id: str, texts: list[str]) -> str:
-    return f'{{"type": "state", "request_id": {orjson.dumps(request_id).decode()}, "frames": [{", ".join(texts)}]}}'
 
 
 class Relays:

@@ -16,6 +16,7 @@ from webapp.classroom.models import LiveSession, Question, Run
 from webapp.classroom.relay import SessionRelay
 from webapp.classroom.reveal import next_token_options
 from webapp.core.redis_client import app_redis
+from webapp.playground.protocol import state_text
 from webapp.playground.services import decode_cancel, ended_state, request_resync
 
 log = logging.getLogger(__name__)
@@ -109,13 +110,16 @@ async def ended_state_text(request_id: str) -> str:
     frames = await database_sync_to_async(history.run_frames, thread_sensitive=False)(request_id)
     if frames is None:
         kept = await sync_to_async(ended_state, thread_sensitive=False)(request_id)
-        return orjson.dumps({"type": "state", "request_id": request_id,
-                             "frames": orjson.loads(kept)["frames"] if kept else []}).decode()
-    text = orjson.dumps({"type": "state", "request_id": request_id, "frames": frames}).decode()
+        return state_text(request_id, _texts(orjson.loads(kept)["frames"] if kept else []))
+    text = state_text(request_id, _texts(frames))
     _ended_states[request_id] = text
     while len(_ended_states) > ENDED_STATES_KEPT:
         _ended_states.popitem(last=False)
     return text
+
+
+def _texts(frames: list[dict[str, Any]]) -> list[str]:
+    return [orjson.dumps(frame).decode() for frame in frames]
 
 
 STEPS_LOST = ("some of this run's steps were lost on their way to this screen (the message service was away) and "

@@ -1,13 +1,17 @@
-"""The `/ws/decode/` frames a client may send, checked before anything reaches a worker (docs/protocol.md).
+"""The `/ws/decode/` frames a client may send, checked before anything reaches a worker (docs/protocol.md), and
+the text of the `state` frame every socket sends back.
 
 This module holds only the frame's shape and the playground's caps; the search parameters are
 checked by the engine's own DecodeParams (modelcore.decoding.params, which loads no torch), whose
-refusal becomes `bad_params` with its message.
+refusal becomes `bad_params` with its message. It loads no torch: the web process and the worker both use it.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from modelcore.decoding.params import DecodeError, DecodeParams
 from webapp.playground.attention import MEAN, View
@@ -40,6 +44,13 @@ LOST_MESSAGES = {
     "worker_lost": "the worker decoding this request stopped answering (it crashed or restarted); run it again",
     "no_worker": "no decoding worker took this request in time; try again in a minute",
 }
+
+
+def state_text(request_id: str, texts: Iterable[str]) -> str:
+    """A `state` frame's JSON text: the request's frames, given as the JSON texts they were sent as, in order, inside
+    one object (none is parsed or written again). The worker's copy, a live session's relay and its kept transcripts
+    all build it here; the worker checks its size (worker/loop.py)."""
+    return f'{{"type": "state", "request_id": {orjson.dumps(request_id).decode()}, "frames": [{", ".join(texts)}]}}'
 
 
 class ProtocolError(ValueError):

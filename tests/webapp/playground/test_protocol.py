@@ -1,9 +1,11 @@
 """What a `decode` frame may hold: the socket refuses the rest with a code a client can act on."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from webapp.playground.protocol import Limits, ProtocolError, parse_decode, parse_target
+from webapp.playground.protocol import Limits, ProtocolError, parse_decode, parse_target, state_text
 
 LIMITS = Limits(max_source_chars=50, max_tokens=40)
 GOOD = {"type": "decode", "model": "zh-en-post", "source": "我们看见我的猫。"}
@@ -81,3 +83,11 @@ def test_the_playgrounds_caps_are_tighter_than_the_engines():
     assert "at most 8" in refused({**GOOD, "strategy": "beam", "beam_size": 9}).message
     assert "at most 40" in refused({**GOOD, "min_len": 41}).message
     assert parse_decode({**GOOD, "strategy": "beam", "beam_size": 8}, LIMITS).params["beam_size"] == 8
+
+
+def test_a_state_frame_holds_each_frame_text_as_it_was_sent_in_order():
+    texts = ['{"type":"start","request_id":"r"}', '{"type": "token", "seq": 0, "token": "猫"}', '{"type":"done"}']
+    text = state_text('r"1', texts)
+    assert json.loads(text) == {"type": "state", "request_id": 'r"1', "frames": [json.loads(t) for t in texts]}
+    assert all(t in text for t in texts)  # not parsed and written again: each keeps its own spacing
+    assert json.loads(state_text("r", [])) == {"type": "state", "request_id": "r", "frames": []}

@@ -24,6 +24,7 @@ from django.conf import settings
 from modelcore.checkpoint import LoadedModel
 from webapp.playground import keys
 from webapp.playground.attention import View
+from webapp.playground.protocol import state_text
 from webapp.playground.relay import beat_message, frames_message, relay_send
 from webapp.playground.worker import frames
 from webapp.playground.worker.batcher import Admission, Batcher, Out, Tick
@@ -275,8 +276,8 @@ class FrameSender:
 
 
 def _state_text(request_id: str, outs: list[Out]) -> str:
-    """The `state` frame: the frames' own JSON texts, in order, inside one object (an error if that cannot fit)."""
-    text = f'{{"type": "state", "request_id": {json.dumps(request_id)}, "frames": [{", ".join(o.text for o in outs)}]}}'
+    """The `state` frame of these frames (protocol.state_text), or an error frame when it would not fit a message."""
+    text = state_text(request_id, (o.text for o in outs))
     if frames.too_large(text):
         message = f"this request's state would exceed the {frames.MAX_FRAME_BYTES:,} bytes a message may hold"
         return frames.dumps(frames.error_frame("frame_too_large", message, request_id=request_id))

@@ -16,7 +16,7 @@ const views = new Views(strings, selectors, { onView: () => { if (console_) send
 
 // What the page shows: the session's current request (as the playground's views read it) and its question.
 const state = { request: null, shown: [], layer: null, head: "mean", question: null, mine: null, open: false,
-                resyncing: false, session: null };
+                resyncing: false, session: null, ended: false };
 
 function status(text, isError = false) {
   const line = $("cr-status");
@@ -39,7 +39,10 @@ const socket = liveSocket(page.dataset.socket, {
   },
   onClose(event, again) {
     state.open = false;
-    if (!again) status(say("ended"), false);
+    if (!again) {
+      status(say("ended"), false);
+      if (!state.ended) showEnded(""); // it ended while this screen was away: no word of who ended it
+    }
     else {
       status(say("reconnecting"), true);
       page.setAttribute("aria-busy", "true"); // until the session's state comes again
@@ -125,7 +128,7 @@ const handlers = {
   answered(frame) {
     state.mine = frame.choice;
     drawOptions();
-    $("cr-q-result").textContent = say("your_answer", { answer: frame.choice });
+    $("cr-q-result").textContent = say("your_answer", { answer: label(frame.choice) });
   },
   answers: histogram,
   reveal(frame) {
@@ -137,11 +140,11 @@ const handlers = {
     const result = $("cr-q-result");
     if (frame.you) {
       const key = !frame.you.answered ? "no_answer" : frame.you.correct ? "right" : "wrong";
-      result.textContent = say(key, { answer: frame.answer });
+      result.textContent = say(key, { answer: label(frame.answer) });
       result.className = `cr-result ${frame.you.correct ? "right" : "wrong"}`;
       $("cr-score").textContent = say("score", { n: frame.you.score });
     } else {
-      result.textContent = say("wrong", { answer: frame.answer });
+      result.textContent = say("wrong", { answer: label(frame.answer) });
     }
     if (frame.scores) scores(frame.scores);
   },
@@ -155,9 +158,9 @@ const handlers = {
       return li;
     }));
   },
-  ended() {
+  ended(frame) { // the socket closes next; the page stays, saying who ended the session and where its history is
     status(say("ended"));
-    if (!console_) location.href = location.pathname + "history/";
+    showEnded(frame.reason ?? "instructor");
   },
 };
 
@@ -259,7 +262,7 @@ function showQuestion(question, mine) {
   $("cr-question").hidden = false;
   $("cr-q-title").textContent = strings.kinds[question.kind] || question.kind;
   $("cr-q-prompt").textContent = question.prompt || "";
-  $("cr-q-result").textContent = mine ? say("your_answer", { answer: mine }) : "";
+  $("cr-q-result").textContent = mine ? say("your_answer", { answer: label(mine) }) : "";
   $("cr-q-result").className = "cr-result";
   $("cr-q-count").textContent = "";
   if (!console_) $("cr-hist").hidden = true;
@@ -272,6 +275,19 @@ function showQuestion(question, mine) {
 function hideQuestion() {
   state.question = null;
   $("cr-question").hidden = true;
+}
+
+// The session ended: the note naming why (instructor, idle, or "" when unknown), with the history's link.
+function showEnded(reason) {
+  state.ended = true;
+  const note = $("cr-ended");
+  const lines = [...note.querySelectorAll("[data-reason]")];
+  const known = lines.some((line) => line.dataset.reason === reason);
+  for (const line of lines) line.hidden = line.dataset.reason !== (known ? reason : "");
+  note.hidden = false;
+  hideQuestion();
+  page.setAttribute("aria-busy", "false");
+  note.scrollIntoView({ block: "nearest" });
 }
 
 function label(option) {
@@ -363,6 +379,20 @@ function sendViews() {
   const view = views.view();
   send({ type: "views", views: shown, layer: view.layer ?? null, encoder_layer: view.encoder_layer ?? null,
          head: view.head });
+}
+
+// End the session: the dialog asks first (without scripts, the button opens the same question as a page).
+const endAsk = $("cr-end-ask");
+const endDialog = $("cr-end-dialog");
+if (endAsk && endDialog && typeof endDialog.showModal === "function") {
+  endAsk.addEventListener("submit", (event) => {
+    event.preventDefault();
+    endDialog.showModal();
+  });
+  endDialog.querySelector("[data-end-cancel]").addEventListener("click", (event) => {
+    event.preventDefault();
+    endDialog.close();
+  });
 }
 
 if (console_) {

@@ -25,6 +25,7 @@ MATRIX: dict[str, tuple[object, int, int, int]] = {
     "/classroom/ZZZZZZ9/": (LOGIN, 404, 404, 404),
     "/classroom/ZZZZZZ9/console/": (LOGIN, 404, 404, 404),
     "/classroom/ZZZZZZ9/history/": (LOGIN, 404, 404, 404),
+    "/classroom/ZZZZZZ9/end/": (LOGIN, 404, 404, 404),
     "/lesson/": (LOGIN, 200, 200, 200),
     "/lesson/encoder/": (LOGIN, 200, 200, 200),
     "/lesson/decoder/": (LOGIN, 200, 200, 200),

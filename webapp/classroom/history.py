@@ -3,53 +3,120 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import time
 from typing import Any
 
 from django.utils import timezone
 
+from webapp.classroom import services
 from webapp.classroom.models import Answer, LiveSession, Question, Run
 from webapp.classroom.questions import answer_counts, open_question
 from webapp.classroom.relay import STEP_TYPES
-from webapp.classroom.services import session_state_update
+from webapp.playground.services import decode_cancel, ended_state
 
 
 def run_started(*, session: LiveSession, request_id: str, source: str, params: dict[str, Any]) -> Run:
     return Run.objects.create(session=session, request_id=request_id, source=source, params=params)
 
 
-def run_finished(*, request_id: str, frames: list[dict[str, Any]]) -> None:
-    """Keep a run's frames (the transcript the history page replays), its text and why it stopped."""
+def run_finished(*, request_id: str, frames: list[dict[str, Any]], reason: str | None = None) -> None:
+    """Keep a run's frames (the transcript the history page replays), its text and why it stopped (`reason`: say
+    why instead of the last frame, e.g. a run the session's end cancelled)."""
     run = Run.objects.filter(request_id=request_id).first()
     if run is None:
         return
     final = frames[-1] if frames else {}
     run.frames = frames
     run.text = str(final.get("text", ""))[:10_000]
-    run.reason = str(final.get("reason") or final.get("code") or "")[:32]
+    run.reason = str(reason or final.get("reason") or final.get("code") or "")[:32]
     run.ended = timezone.now()
     run.save(update_fields=["frames", "text", "reason", "ended"])
     tokens = [f.get("token") for f in frames if f.get("type") == "token"]
     session = run.session
     if session.state.get("request_id") == request_id:
-        session_state_update(session=session, tokens=tokens, running=False)
+        services.session_state_update(session=session, tokens=tokens, running=False)
 
 
-def session_history(session: LiveSession) -> dict[str, Any]:
-    """A session's transcript: its runs, its questions with their counts and reveals.
+ENDED_BY_SESSION = "session_ended"  # a run's reason: the session ended while it ran (its decode was cancelled)
+WORKERS_COPY_WAIT_S = 3.0
+
+
+def session_end_keeping_runs(*, session: LiveSession, reason: str = LiveSession.ENDED_BY_INSTRUCTOR) -> LiveSession:
+    """End a session; a decode still running (a step-by-step one waits for its next Step) is cancelled and kept in
+    the history from its worker's copy, as every screen's socket closes with the end and none is left to keep it."""
+    state = session.state
+    request_id = state.get("request_id") if state.get("running") else None
+    if request_id:
+        decode_cancel(user_id=state.get("driver") or session.instructor_id, request_ids=[request_id])
+    services.session_end(session=session, reason=reason)
+    if request_id:
+        run_keep_workers_copy(request_id, wait_s=WORKERS_COPY_WAIT_S, reason=ENDED_BY_SESSION)
+    return session
+
+
+def run_keep_workers_copy(request_id: str, *, wait_s: float = 0.0, reason: str | None = None) -> bool:
+    """Keep a run nobody kept from the frames its worker kept when it ended (for a few minutes), waiting up to wait_s
+    for them; False when there is no such copy (yet)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = ended_state(request_id)
+        if text is not None:
+            break
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    if not Run.objects.filter(request_id=request_id, ended__isnull=True).exists():
+        return False  # a socket kept it meanwhile
+    frames = json.loads(text).get("frames", [])
+    cancelled = bool(frames) and frames[-1].get("reason") == "cancelled"
+    run_finished(request_id=request_id, frames=frames, reason=reason if cancelled else None)
+    return True
+
+
+def run_tokens(frames: list[dict[str, Any]]) -> list[str]:
+    """A run's output tokens, one per step (a beam search's: the best beam's)."""
+    tokens = []
+    for frame in frames:
+        if frame.get("type") == "token":
+            tokens.append(str(frame.get("token", "")))
+        elif frame.get("type") == "beams":
+            beams = frame.get("beams") or [{}]
+            tokens.append(str(beams[0].get("token", "")))
+    return tokens
+
+
+def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
+    """A session's transcript: its runs, its questions with their counts and reveals; for a participant (`user`),
+    their own answer to each question and their score.
 
     While a question about a step is open, that step and every later one of its run are left out (for everyone, as on
     the live screens): the run shows the steps before it and no text or reason yet.
     """
-    questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count()}
+    mine: dict[int, Answer] = {}
+    if user is not None and user.is_authenticated:
+        mine = {a.question_id: a for a in Answer.objects.filter(question__session=session, participant__user=user)}
+    questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count(), "mine": mine.get(q.pk)}
                  for q in session.questions.all()]
     runs = list(session.runs.all())
+    current = session.state.get("request_id") if session.live and session.state.get("running") else None
+    for run in runs:  # a run that ended unkept (its screens had all gone): its worker's copy, while it lasts
+        if run.ended is None and run.request_id != current and run_keep_workers_copy(run.request_id):
+            run.refresh_from_db()
     held = open_question(session)
     if held is not None and held.seq is not None and held.kind != Question.CHOICE:
         for run in runs:
             if run.request_id == held.request_id:
                 run.frames = frames_before_step(run.frames or [], held.seq)
                 run.text, run.reason, run.held = "", "", True
-    return {"runs": runs, "questions": questions}
+    for run in runs:
+        run.tokens = run_tokens(run.frames or [])
+    return {"runs": runs, "questions": questions, "participant": bool(mine) or _sat_in(session, user),
+            "my_score": sum(1 for a in mine.values() if a.correct)}
+
+
+def _sat_in(session: LiveSession, user: Any) -> bool:
+    return user is not None and user.is_authenticated and services.is_participant(user, session)
 
 
 def frames_before_step(frames: list[dict[str, Any]], seq: int) -> list[dict[str, Any]]:

@@ -90,7 +90,7 @@ def session_end_if_idle(session: LiveSession) -> bool:
     from webapp.classroom.relay import event_message, session_group
     from webapp.core.feed import publish
 
-    publish([(session_group(session.code), event_message({"type": "ended"}))])
+    publish([(session_group(session.code), event_message({"type": "ended", "reason": session.end_reason}))])
     return True
 
 

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from webapp.accounts.lockout import client_ip
 from webapp.accounts.permissions import instructors_only, signed_in
@@ -166,12 +166,14 @@ def follow(request: HttpRequest, code: str) -> HttpResponse:
     """A participant's screen: the instructor's tokens, views and questions, live."""
     session = _session_or_404(request, code)
     if not session.live:
-        if services.can_drive(request.user, session) or services.is_participant(request.user, session):
-            messages.info(request, _ended_note(session))
+        drives = services.can_drive(request.user, session)
+        if drives or services.is_participant(request.user, session):
+            messages.info(request, _ended_note(session, drives=drives))
             return redirect("classroom:history", code=session.code)
         return render(request, "classroom/ended.html", {"session": session}, status=410)
     services.session_join(user=request.user, session=session)
-    context = {"session": session, "strings": _strings(), "fork_url": "/playground/"}
+    context = {"session": session, "strings": _strings(), "fork_url": "/playground/",
+               "idle_hours": settings.CLASSROOM_IDLE_HOURS}
     return render(request, "classroom/follow.html", context)
 
 
@@ -190,28 +192,37 @@ def console(request: HttpRequest, code: str) -> HttpResponse:
         "session": session, "join_url": join_url, "qr": services.qr_svg(join_url), "models": models,
         "examples": examples_for(chosen.task) if chosen else [], "views": VIEWS, "strings": _strings(),
         "max_chars": settings.PLAYGROUND_MAX_SOURCE_CHARS, "max_beams": MAX_BEAMS,
+        "idle_hours": settings.CLASSROOM_IDLE_HOURS,
     }
     return render(request, "classroom/console.html", context)
 
 
 @signed_in
-@require_POST
+@require_http_methods(["GET", "POST"])
 @by_code
 def end(request: HttpRequest, code: str) -> HttpResponse:
-    """End the session from the page (the console's socket does the same and tells everyone)."""
+    """GET asks first (the console's End button opens this question, or its dialog asks it on the page); POST ends the
+    session: a decode still running is cancelled and kept in the history, and every screen is told who ended it."""
     session = _driven(request, code)
-    services.session_end(session=session)
+    if not session.live:
+        return redirect("classroom:history", code=session.code)
+    if request.method == "GET":
+        return render(request, "classroom/end.html", {"session": session})
+    transcripts.session_end_keeping_runs(session=session)
     from webapp.classroom.relay import event_message, session_group
     from webapp.core.feed import publish
 
-    publish([(session_group(session.code), event_message({"type": "ended"}))])
+    publish([(session_group(session.code), event_message({"type": "ended", "reason": session.end_reason}))])
+    messages.success(request, _("You ended the session. Here is what happened in it."))
     return redirect("classroom:history", code=session.code)
 
 
-def _ended_note(session: LiveSession) -> str:
+def _ended_note(session: LiveSession, *, drives: bool) -> str:
     if session.end_reason == LiveSession.ENDED_IDLE:
         return _("This session ended by itself after %(hours)s hours without activity: here is what happened in it.") % {
             "hours": settings.CLASSROOM_IDLE_HOURS}
+    if not drives:
+        return _("The instructor ended this session: here is what happened in it.")
     return _("This session has ended: here is what happened in it.")
 
 
@@ -236,7 +247,7 @@ def history(request: HttpRequest, code: str) -> HttpResponse:
     _may_read(request, session)
     context = {"session": session, "drives": services.can_drive(request.user, session), "strings": _strings(),
                "ended_idle": session.end_reason == LiveSession.ENDED_IDLE, "idle_hours": settings.CLASSROOM_IDLE_HOURS,
-               **transcripts.session_history(session)}
+               **transcripts.session_history(session, request.user)}
     return render(request, "classroom/history.html", context)
 
 

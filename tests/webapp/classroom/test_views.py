@@ -51,6 +51,7 @@ def test_each_role_gets_what_it_should_on_a_live_session(client_as, session, stu
     matrix = {  # anonymous, student, other instructor, the session's instructor, admin
         f"/classroom/{code}/": (LOGIN, 200, 200, 200, 200),
         f"/classroom/{code}/console/": (LOGIN, 403, 403, 200, 200),
+        f"/classroom/{code}/end/": (LOGIN, 403, 403, 200, 200),  # GET asks first; only a POST ends it
         f"/classroom/{code}/history/answers.csv": (LOGIN, 403, 403, 200, 200),
     }
     for path, outcomes in matrix.items():

@@ -38,6 +38,19 @@ def make_student(django_user_model):
     return make
 
 
+@pytest.fixture
+def seated(session, make_student):
+    """seated("name") -> a student with a seat in the test's session."""
+    from webapp.classroom.models import Participant
+
+    def seat(name: str) -> Any:
+        user = make_student(name)
+        Participant.objects.create(session=session, user=user)
+        return user
+
+    return seat
+
+
 @pytest.fixture(autouse=True)
 def fresh_join_counts(redis_server):
     """No wrong join codes counted from an earlier test (user ids and addresses repeat between tests)."""

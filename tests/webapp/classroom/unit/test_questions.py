@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.classroom import take_answer
+from tests.fixtures.classroom import answer_as, ask_choice, take_answer
 from webapp.classroom.errors import ClassroomError
-from webapp.classroom.models import Answer, LiveSession, Participant, Question
+from webapp.classroom.models import Answer, LiveSession, Question
 from webapp.classroom.questions import (
     QuestionSpec,
     answer_counts,
@@ -28,25 +28,6 @@ def session(instructor):
     return LiveSession.objects.create(instructor=instructor, title="Unit", model_name="tiny", code="UNIT0001")
 
 
-@pytest.fixture
-def seated(session, make_student):
-    """seated("name") -> a student with a seat in the session."""
-    def seat(name: str):
-        user = make_student(name)
-        Participant.objects.create(session=session, user=user)
-        return user
-    return seat
-
-
-def choice(session, *options: str) -> Question:
-    return question_open(session=session, spec=QuestionSpec(Question.CHOICE, "Which?", list(options)),
-                         request_id=None, seq=None)
-
-
-def answer(session, user, question, text) -> str:
-    return take_answer(session_id=session.pk, user_id=user.pk, question_id=question.pk, choice=text)
-
-
 def refusal(call) -> str:
     with pytest.raises(ClassroomError) as refused:
         call()
@@ -55,10 +36,10 @@ def refusal(call) -> str:
 
 def test_a_class_answers_the_console_sees_the_counts_and_the_reveal_scores_each_student(session, seated):
     ann, bob, cat = seated("ann"), seated("bob"), seated("cat")
-    question = choice(session, "red", "green", "blue")
-    assert answer(session, ann, question, " green ") == "green"  # as it will be counted
-    answer(session, bob, question, "red")
-    answer(session, cat, question, "green")
+    question = ask_choice(session, "red", "green", "blue")
+    assert answer_as(session, ann, question, " green ") == "green"  # as it will be counted
+    answer_as(session, bob, question, "red")
+    answer_as(session, cat, question, "green")
     assert list(live_counts(question.pk).items()) == [("red", 1), ("green", 2), ("blue", 0)]
 
     results = question_reveal(question=question, answer="green")
@@ -71,9 +52,9 @@ def test_a_class_answers_the_console_sees_the_counts_and_the_reveal_scores_each_
 
 def test_a_student_who_answers_twice_is_counted_once_with_the_first_answer(session, seated):
     ann = seated("ann")
-    question = choice(session, "red", "green")
-    answer(session, ann, question, "red")
-    assert refusal(lambda: answer(session, ann, question, "green")) == "already_answered"
+    question = ask_choice(session, "red", "green")
+    answer_as(session, ann, question, "red")
+    assert refusal(lambda: answer_as(session, ann, question, "green")) == "already_answered"
     assert my_answer(question, ann) == "red"
     question_reveal(question=question, answer="green")
     assert list(Answer.objects.values_list("choice", "correct")) == [("red", False)]
@@ -82,59 +63,59 @@ def test_a_student_who_answers_twice_is_counted_once_with_the_first_answer(sessi
 
 def test_no_answer_is_taken_after_the_reveal(session, seated):
     ann = seated("ann")
-    question = choice(session, "red", "green")
+    question = ask_choice(session, "red", "green")
     question_reveal(question=question, answer="red")
-    assert refusal(lambda: answer(session, ann, question, "red")) == "revealed"
+    assert refusal(lambda: answer_as(session, ann, question, "red")) == "revealed"
     assert not Answer.objects.exists()
 
 
 def test_a_question_closed_without_a_reveal_keeps_its_answers_unmarked_and_takes_no_more(session, seated):
     ann, bob = seated("ann"), seated("bob")
-    question = choice(session, "red", "green")
-    answer(session, ann, question, "red")
+    question = ask_choice(session, "red", "green")
+    answer_as(session, ann, question, "red")
     assert questions_close(session=session) == 1
-    assert refusal(lambda: answer(session, bob, question, "red")) == "not_open"
+    assert refusal(lambda: answer_as(session, bob, question, "red")) == "not_open"
     assert list(Answer.objects.values_list("choice", "correct")) == [("red", None)]
     assert open_question(session) is None
 
 
 def test_asking_a_new_question_closes_the_open_one_with_its_answers_kept(session, seated):
     ann = seated("ann")
-    first = choice(session, "red", "green")
-    answer(session, ann, first, "green")
-    second = choice(session, "yes", "no")
+    first = ask_choice(session, "red", "green")
+    answer_as(session, ann, first, "green")
+    second = ask_choice(session, "yes", "no")
     first.refresh_from_db()
     assert first.status == Question.CLOSED and answer_counts(first)["green"] == 1
     assert open_question(session) == second
-    assert answer(session, ann, second, "no") == "no"  # a new question, a new answer
+    assert answer_as(session, ann, second, "no") == "no"  # a new question, a new answer
 
 
 def test_a_typed_next_token_answer_is_right_whatever_its_case(session, seated):
     ann, bob = seated("ann"), seated("bob")
     question = question_open(session=session, spec=QuestionSpec(Question.NEXT_TOKEN, "", []), request_id="r", seq=2,
                              options=["cat", "dog"])
-    answer(session, ann, question, "Cat")  # typed, not among the listed options: allowed for a next token
-    answer(session, bob, question, "dog")
+    answer_as(session, ann, question, "Cat")  # typed, not among the listed options: allowed for a next token
+    answer_as(session, bob, question, "dog")
     assert question_reveal(question=question, answer="cat") == {ann.pk: (True, 1), bob.pk: (False, 0)}
 
 
 def test_an_answer_must_be_one_of_the_options_of_a_question_of_this_session(session, seated, instructor):
     ann = seated("ann")
-    question = choice(session, "red", "green")
+    question = ask_choice(session, "red", "green")
     other = LiveSession.objects.create(instructor=instructor, title="Other", model_name="tiny", code="UNIT0002")
-    assert refusal(lambda: answer(session, ann, question, "purple")) == "bad_params"
-    assert refusal(lambda: answer(session, ann, question, "")) == "bad_params"
-    assert refusal(lambda: answer(other, ann, question, "red")) == "not_found"
+    assert refusal(lambda: answer_as(session, ann, question, "purple")) == "bad_params"
+    assert refusal(lambda: answer_as(session, ann, question, "")) == "bad_params"
+    assert refusal(lambda: answer_as(other, ann, question, "red")) == "not_found"
     assert refusal(lambda: take_answer(session_id=session.pk, user_id=ann.pk, question_id=True,
                                          choice="red")) == "bad_params"
-    assert answer(session, ann, question, "red") == "red"  # none of the refused ones used up the student's answer
+    assert answer_as(session, ann, question, "red") == "red"  # none of the refused ones used up the student's answer
 
 
 def test_a_question_about_the_model_needs_a_step_and_no_question_opens_in_an_ended_session(session):
     spec = QuestionSpec(Question.NEXT_TOKEN, "", [])
     assert refusal(lambda: question_open(session=session, spec=spec, request_id=None, seq=None)) == "not_stepping"
     session.ended = session.created
-    assert refusal(lambda: choice(session, "a", "b")) == "ended"
+    assert refusal(lambda: ask_choice(session, "a", "b")) == "ended"
     assert not Question.objects.exists()
 
 

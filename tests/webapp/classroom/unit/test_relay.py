@@ -3,99 +3,22 @@ joiner's state holds, and how a worker's `state` repairs a record that began mid
 channel layer is a list of messages)."""
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import time
-from typing import Any
 
-import orjson
-
-from webapp.classroom.relay import SessionRelay, event_message
-from webapp.playground.relay import beat_message, frames_message
-
-RUN = "run-1"
-
-
-class Screen:
-    """A socket of the session: what it was sent, in order."""
-
-    drives = False
-    user_id = 0
-
-    def __init__(self, *, broken: bool = False) -> None:
-        self.frames: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
-        self.broken = broken
-
-    async def send(self, text_data: str) -> None:
-        if self.broken:
-            raise ConnectionError("closing")
-        self.frames.append(orjson.loads(text_data))
-
-    async def classroom_event(self, message: dict[str, Any]) -> None:
-        self.events.append(message["frame"])
-
-    def seqs(self) -> list[int]:
-        return [f["seq"] for f in self.frames if f["type"] == "token"]
-
-
-class Layer:
-    """The channel layer as the relay's pump reads it: these messages, then the relay is stopped."""
-
-    def __init__(self, messages: tuple[dict[str, Any], ...]) -> None:
-        self.messages = list(messages)
-
-    async def receive(self, channel: str) -> dict[str, Any]:
-        if not self.messages:
-            raise asyncio.CancelledError
-        return self.messages.pop(0)
-
-
-async def deliver(relay: SessionRelay, *messages: dict[str, Any]) -> None:
-    with contextlib.suppress(asyncio.CancelledError):
-        await relay._pump(Layer(messages), "relay-channel")
-
-
-def start(request_id: str = RUN) -> dict[str, Any]:
-    return {"type": "start", "request_id": request_id, "src_tokens": ["a", "b", "c"]}
-
-
-def token(seq: int, request_id: str = RUN, name: str | None = None) -> dict[str, Any]:
-    return {"type": "token", "request_id": request_id, "seq": seq, "id": 10 + seq, "token": name or f"t{seq}",
-            "alternatives": [{"id": 10 + seq, "token": name or f"t{seq}", "prob": 0.9},
-                             {"id": 99, "token": "zz", "prob": 0.1}]}
-
-
-def worker(*frames: dict[str, Any], final: bool = False) -> dict[str, Any]:
-    """One worker message: these frames of their request, the last one final if said."""
-    return frames_message([("relay", f["request_id"], final and i == len(frames) - 1, orjson.dumps(f).decode())
-                           for i, f in enumerate(frames)])
-
-
-def state(*frames: dict[str, Any], request_id: str = RUN) -> dict[str, Any]:
-    return worker({"type": "state", "request_id": request_id, "frames": list(frames)})
-
-
-def question(seq: int, kind: str = "next_token") -> dict[str, Any]:
-    return event_message({"type": "question", "id": 5, "kind": kind, "seq": seq}, hold=seq)
-
-
-class Session:
-    def __init__(self, *screens: Screen) -> None:
-        self.ended: list[str] = []
-        self.runs: list[str] = []
-        self.relay = SessionRelay("CODE", self._final, lambda relay, request_id: self.runs.append(request_id))
-        for screen in screens:
-            self.relay.sockets[screen] = None
-
-    async def _final(self, relay: SessionRelay, request_id: str) -> None:
-        self.ended.append(request_id)
-
-    def late_joiner_sees(self) -> list[dict[str, Any]]:
-        shown = json.loads(self.relay.state_text())  # any JSON reader reads it, whatever the frames' spacing
-        assert shown["type"] == "state" and shown["request_id"] == self.relay.request_id
-        return shown["frames"]
+from tests.fixtures.session_relay import (
+    RUN,
+    Gaps,
+    Screen,
+    Session,
+    deliver,
+    question,
+    start,
+    state,
+    token,
+    worker,
+)
+from webapp.classroom.relay import event_message
+from webapp.playground.relay import beat_message
 
 
 async def test_every_screen_gets_each_step_once_in_the_workers_order_and_a_late_joiner_gets_them_all():
@@ -208,18 +131,6 @@ async def test_an_ended_runs_attention_view_is_kept_for_screens_that_join_later(
     await deliver(session.relay, worker(start(), token(0), final=True), event_message(view),
                   event_message({**view, "request_id": "another-run"}))
     assert session.late_joiner_sees()[-1] == view and len(session.late_joiner_sees()) == 3
-
-
-class Gaps(Session):
-    """A session whose relay reports the holes it sees in its copy of the run."""
-
-    def __init__(self, *screens: Screen) -> None:
-        super().__init__(*screens)
-        self.holes: list[tuple[str, bool]] = []
-        self.relay._on_gap = self._gap
-
-    async def _gap(self, relay: SessionRelay, request_id: str, ended: bool) -> None:
-        self.holes.append((request_id, ended))
 
 
 async def test_a_step_lost_on_its_way_makes_the_copy_incomplete_until_the_workers_whole_copy_arrives():

@@ -18,7 +18,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from webapp.classroom import questions, services
+from webapp.classroom import history, questions, services
 from webapp.classroom import socket_state as stored
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
@@ -414,9 +414,11 @@ class ClassroomSocket(JsonSocket):
         await self._publish({"type": "question_closed"})
 
     async def console_end(self, session: LiveSession, frame: dict[str, Any]) -> None:
+        """As the console page's End: a running decode is cancelled and kept from its worker's copy (every screen's
+        socket closes with the end, none is left to keep it), and the screens are told who ended the session."""
         await self._cancel_running(session)
-        await _db(services.session_end)(session=session)
-        await self._publish({"type": "ended"})
+        ended = await _db(history.session_end_keeping_runs)(session=session)
+        await self._publish({"type": "ended", "reason": ended.end_reason})
 
     # -- participants -----------------------------------------------------------------------------
 

@@ -191,7 +191,7 @@ async def test_ending_the_session_tells_everyone_and_refuses_new_sockets(worker,
     student = await db(make_student)("ann")
     ws_a, _ = await seat(session, student)
     await console.send_json_to({"type": "end"})
-    assert (await until(ws_a, "ended"))["type"] == "ended"
+    assert (await until(ws_a, "ended"))["reason"] == "instructor"  # the screen says who ended it
     assert (await ws_a.receive_output(timeout=5))["type"] == "websocket.close"
     from tests.fixtures.sockets import socket_for
 

@@ -148,7 +148,7 @@ class ClassroomSocket(JsonSocket):
         self.seated = not self.drives and await _db(services.session_join)(user=user, session=session) is not None
         self._before_snapshot: list[str] | None = []  # what the relay hands this socket before its `session` frame
         self.relay: SessionRelay = await relays().join(
-            self, self.code, request_id=session.state.get("request_id"), question=await _db(stored.open_public)(session),
+            self, self.code, request_id=session.run_state.request_id, question=await _db(stored.open_public)(session),
             on_final=stored.run_record, on_run=watch_run, on_gap=stored.run_gap)
         await self._load_ended(session)
         self.present = True
@@ -180,11 +180,12 @@ class ClassroomSocket(JsonSocket):
     # -- state for a socket that joins, reconnects or saw a gap -----------------------------------
 
     async def _send_state(self, session: LiveSession) -> None:
-        request_id = session.state.get("request_id")
+        state = session.run_state
+        request_id = state.request_id
         if not request_id:
             return
         relay = self.relay
-        running = session.state.get("running")
+        running = state.running
         if running:
             watch_run(relay, request_id)
         else:
@@ -205,8 +206,9 @@ class ClassroomSocket(JsonSocket):
     async def _load_ended(self, session: LiveSession) -> None:
         """A run that ended before this process followed it: its kept transcript goes to the relay, which holds back
         an open question's step from it (and finds the model's top-k there for the question's options)."""
-        request_id, relay = session.state.get("request_id"), self.relay
-        if request_id and not session.state.get("running") and relay.request_id == request_id and not relay.complete:
+        state, relay = session.run_state, self.relay
+        request_id = state.request_id
+        if request_id and not state.running and relay.request_id == request_id and not relay.complete:
             frames = orjson.loads(await stored.ended_state_text(request_id))["frames"]
             if frames:
                 relay.load_ended(request_id, frames)
@@ -247,7 +249,7 @@ class ClassroomSocket(JsonSocket):
 
     async def console_run(self, session: LiveSession, frame: dict[str, Any]) -> None:
         try:
-            model_name, request = parse_run(frame, session.model_name, services.attention_view_of(session.state))
+            model_name, request = parse_run(frame, session.model_name, session.run_state.attention_view())
             model = await _db(services.session_model_fields)(user=self.scope["user"], name=model_name)
         except (ClassroomError, ProtocolError) as error:
             await self.send_error(error.code, error.message)
@@ -293,23 +295,23 @@ class ClassroomSocket(JsonSocket):
         return await stored.run_lost(self.relay, request_id, lost_frame(request_id, code))
 
     async def _cancel_running(self, session: LiveSession) -> None:
-        state = session.state
-        if state.get("running") and state.get("request_id"):
-            await _redis(decode_cancel)(user_id=state.get("driver") or self.user_id, request_ids=[state["request_id"]])
+        state = session.run_state
+        if state.running_request:
+            await _redis(decode_cancel)(user_id=state.driver or self.user_id, request_ids=[state.running_request])
         await _db(questions.questions_close)(session=session)
         if self.relay.held_seq is not None:
             await self._publish({"type": "question_closed"})
 
     async def console_step(self, session: LiveSession, frame: dict[str, Any]) -> None:
-        state = session.state
-        ended_here = self.relay.ended and self.relay.request_id == state.get("request_id")
-        if not (state.get("running") and state.get("params", {}).get("step_mode")) or ended_here:
+        state = session.run_state
+        ended_here = self.relay.ended and self.relay.request_id == state.request_id
+        if not state.stepping or ended_here:
             await self.send_error("not_stepping", "no step-by-step decode is running: press Step to start one")
             return
-        await _redis(decode_step)(request_ids=[state["request_id"]])
+        await _redis(decode_step)(request_ids=[state.request_id])
 
     async def console_cancel(self, session: LiveSession, frame: dict[str, Any]) -> None:
-        if not session.state.get("running"):
+        if not session.run_state.running:
             await self.send_error("not_running", "nothing is running")
             return
         await self._cancel_running(session)
@@ -324,11 +326,11 @@ class ClassroomSocket(JsonSocket):
             return
         state = await _db(services.session_state_update)(session=session, **views)
         await self._publish({"type": "views", **views})
-        request_id = state.get("request_id")
+        request_id = state.request_id
         if not request_id:
             return
-        view = parse_view_fields(services.attention_view_of(state))
-        if state.get("running"):  # the worker sends every step so far in this view; later steps follow it
+        view = parse_view_fields(state.attention_view())
+        if state.running:  # the worker sends every step so far in this view; later steps follow it
             await _redis(attention_view)(request_id, view)
             return
         text = await _redis(ended_attention)(request_id, view)
@@ -356,10 +358,9 @@ class ClassroomSocket(JsonSocket):
 
     def _next_step(self, session: LiveSession, kind: str) -> tuple[str, int, list[str]]:
         """The running step-mode request and the seq of its next step, or ClassroomError why there is none."""
-        state, relay = session.state, self.relay
+        state, relay = session.run_state, self.relay
         start = relay.start_frame()
-        stepping = state.get("running") and state.get("params", {}).get("step_mode")
-        if not stepping or relay.ended or start is None or relay.request_id != state.get("request_id"):
+        if not state.stepping or relay.ended or start is None or relay.request_id != state.request_id:
             raise ClassroomError("not_stepping",
                                  "start a step-by-step decode (Step) before asking about the model's next step")
         if relay.held_seq is not None:
@@ -367,7 +368,7 @@ class ClassroomSocket(JsonSocket):
         seq = relay.steps_seen
         src = start.get("src_tokens") or [str(i) for i in start.get("src_ids", [])]
         options = {"attention": source_options(src), "stop": ["yes", "no"]}.get(kind, [])
-        return state["request_id"], seq, options
+        return state.request_id, seq, options
 
     async def console_reveal(self, session: LiveSession, frame: dict[str, Any]) -> None:
         question = await _db(questions.open_question)(session)

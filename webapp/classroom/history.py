@@ -34,7 +34,7 @@ def run_finished(*, request_id: str, frames: list[dict[str, Any]], reason: str |
     run.save(update_fields=["frames", "text", "reason", "ended"])
     tokens = [f.get("token") for f in frames if f.get("type") == "token"]
     session = run.session
-    if session.state.get("request_id") == request_id:
+    if session.run_state.request_id == request_id:
         services.session_state_update(session=session, tokens=tokens, running=False)
 
 
@@ -45,10 +45,10 @@ WORKERS_COPY_WAIT_S = 3.0
 def session_end_keeping_runs(*, session: LiveSession, reason: str = LiveSession.ENDED_BY_INSTRUCTOR) -> LiveSession:
     """End a session; a decode still running (a step-by-step one waits for its next Step) is cancelled and kept in
     the history from its worker's copy, as every screen's socket closes with the end and none is left to keep it."""
-    state = session.state
-    request_id = state.get("request_id") if state.get("running") else None
+    state = session.run_state
+    request_id = state.running_request
     if request_id:
-        decode_cancel(user_id=state.get("driver") or session.instructor_id, request_ids=[request_id])
+        decode_cancel(user_id=state.driver or session.instructor_id, request_ids=[request_id])
     services.session_end(session=session, reason=reason)
     if request_id:
         run_keep_workers_copy(request_id, wait_s=WORKERS_COPY_WAIT_S, reason=ENDED_BY_SESSION)
@@ -99,7 +99,7 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
     questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count(), "mine": mine.get(q.pk)}
                  for q in session.questions.all()]
     runs = list(session.runs.all())
-    current = session.state.get("request_id") if session.live and session.state.get("running") else None
+    current = session.run_state.running_request if session.live else None
     for run in runs:  # a run that ended unkept (its screens had all gone): its worker's copy, while it lasts
         if run.ended is None and run.request_id != current and run_keep_workers_copy(run.request_id):
             run.refresh_from_db()

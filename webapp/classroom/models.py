@@ -1,6 +1,7 @@
 """A live session, who joined it, its questions and one answer per participant per question, and its runs."""
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from django.conf import settings
@@ -12,9 +13,55 @@ VIEWS = ("cross", "self", "encoder", "topk", "beams", "kv")  # what the console 
 DEFAULT_VIEWS = ["cross", "topk"]
 
 
+@dataclass(frozen=True)
+class SessionState:
+    """What a live session shows and runs now, as `LiveSession.state` stores it (a JSON object of these keys).
+
+    Read it with `session.run_state`; write it only with `services.session_state_update`.
+    """
+
+    source: str = ""  # the current (or last) run's source
+    params: dict[str, Any] = field(default_factory=lambda: {"strategy": "greedy"})  # its decode parameters
+    views: list[str] = field(default_factory=lambda: list(DEFAULT_VIEWS))  # what every screen shows
+    layer: int | None = None  # the attention's decoder layer (None: the last)
+    encoder_layer: int | None = None  # the encoder's (None: the last)
+    head: int | str = "mean"  # a head's index, or "mean"
+    request_id: str | None = None  # the current (or last) run
+    running: bool = False  # that run is decoding now
+    tokens: list[str] = field(default_factory=list)  # its output tokens, once it ended
+    driver: int | None = None  # the user who started it (their decode slot)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> SessionState:
+        """The stored object; a key it lacks takes its default, one it does not know is left out."""
+        data = data or {}
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def changed(self, **changes: Any) -> SessionState:
+        """A copy with these fields changed (TypeError for a field it does not have)."""
+        return replace(self, **changes)
+
+    @property
+    def running_request(self) -> str | None:
+        """The run decoding now, if any."""
+        return self.request_id if self.running and self.request_id else None
+
+    @property
+    def stepping(self) -> bool:
+        """A step-by-step run is decoding now (the console's Step and model questions need one)."""
+        return bool(self.running and self.params.get("step_mode"))
+
+    def attention_view(self) -> dict[str, Any]:
+        """The session's layers and head as a decode's `view` (docs/protocol.md); absent: the last layers."""
+        view = {name: getattr(self, name) for name in ("layer", "encoder_layer") if getattr(self, name) is not None}
+        return {**view, "head": self.head}
+
+
 def default_state() -> dict[str, Any]:
-    return {"source": "", "params": {"strategy": "greedy"}, "views": list(DEFAULT_VIEWS), "layer": None,
-            "head": "mean", "request_id": None, "tokens": []}
+    return SessionState().to_json()
 
 
 class LiveSession(models.Model):
@@ -45,6 +92,11 @@ class LiveSession(models.Model):
     @property
     def live(self) -> bool:
         return self.ended is None
+
+    @property
+    def run_state(self) -> SessionState:
+        """`state`, typed (every reader goes through it)."""
+        return SessionState.from_json(self.state)
 
 
 class Participant(models.Model):

@@ -62,13 +62,13 @@ def question_open(*, session: LiveSession, spec: QuestionSpec, request_id: str |
     """Open a question (any open one closes first). Model questions name the step they are about."""
     if not session.live:
         raise ClassroomError("ended", "this session has ended")
-    state = session.state
+    state = session.run_state
     if spec.kind != Question.CHOICE and (request_id is None or seq is None):
         raise ClassroomError("not_stepping", "start a step-by-step decode (Step) before asking about the next step")
     questions_close(session=session)
     question = Question.objects.create(
         session=session, kind=spec.kind, prompt=spec.prompt, options=options if options is not None else spec.options,
-        request_id=request_id or "", seq=seq, layer=state.get("layer"), head=str(state.get("head", "mean")))
+        request_id=request_id or "", seq=seq, layer=state.layer, head=str(state.head))
     _asked.pop(question.pk, None)  # a deleted question's id can come back (SQLite): never check against its options
     ballot_open(question.pk)
     return question

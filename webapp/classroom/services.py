@@ -14,7 +14,7 @@ from django.utils import timezone
 from webapp.accounts.roles import Role, has_role
 from webapp.classroom.codes import new_code, normalize_code
 from webapp.classroom.errors import ClassroomError
-from webapp.classroom.models import VIEWS, LiveSession, Participant
+from webapp.classroom.models import VIEWS, LiveSession, Participant, SessionState
 from webapp.classroom.questions import questions_close
 from webapp.playground.services import playground_models
 from webapp.registry.models import TrainedModel
@@ -199,11 +199,10 @@ def sessions_for(user: Any) -> dict[str, list[LiveSession]]:
     return {"live": [s for s in led if s.live], "past": [s for s in led if not s.live], "joined": joined}
 
 
-def session_state_update(*, session: LiveSession, **changes: Any) -> dict[str, Any]:
-    """Merge changes into the session's state and save it; returns the new state."""
-    state = dict(session.state)
-    state.update(changes)
-    session.state = state
+def session_state_update(*, session: LiveSession, **changes: Any) -> SessionState:
+    """The one writer of a session's state: these fields changed (SessionState's), saved; returns the new state."""
+    state = session.run_state.changed(**changes)
+    session.state = state.to_json()
     fields = ["state"]
     if session.started is None and changes.get("request_id"):
         session.started = timezone.now()
@@ -231,12 +230,6 @@ def parse_views(frame: dict[str, Any], n_layers: int | None) -> dict[str, Any]:
         raise ClassroomError("bad_params", "head must be a head's index, from 0, or \"mean\"")
     chosen["head"] = head
     return chosen
-
-
-def attention_view_of(state: dict[str, Any]) -> dict[str, Any]:
-    """The session's layers and head as a decode's `view` (docs/protocol.md); absent: the last layers."""
-    view = {name: state.get(name) for name in ("layer", "encoder_layer") if state.get(name) is not None}
-    return {**view, "head": state.get("head", "mean")}
 
 
 def qr_svg(url: str) -> str:

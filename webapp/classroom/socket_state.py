@@ -69,14 +69,13 @@ def public_question(question: Question) -> dict[str, Any]:
 
 def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay) -> dict[str, Any]:
     """The first frame: the session, its views, the open question and this user's answer and score."""
-    state = session.state
+    state = session.run_state
     question = questions.open_question(session)
     snapshot: dict[str, Any] = {
         "type": "session", "code": session.code, "title": session.title, "model": session.model_name,
-        "role": "console" if drives else "student", "source": state.get("source", ""),
-        "params": state.get("params", {}), "views": state.get("views", []), "layer": state.get("layer"),
-        "head": state.get("head", "mean"), "request_id": state.get("request_id"),
-        "running": bool(state.get("running")), "question": None, "presence": 0,
+        "role": "console" if drives else "student", "source": state.source, "params": state.params,
+        "views": state.views, "layer": state.layer, "head": state.head, "request_id": state.request_id,
+        "running": bool(state.running), "question": None, "presence": 0,
     }
     if question is not None:
         public = public_question(question)
@@ -176,10 +175,11 @@ def _lost(request_id: str, frames: list[dict[str, Any]], error: dict[str, Any]) 
         return False
     run = Run.objects.filter(request_id=request_id).select_related("session").first()
     session = run.session if run is not None else None
-    if session is None or session.state.get("request_id") != request_id or not session.state.get("running"):
+    state = session.run_state if session is not None else None
+    if state is None or state.running_request != request_id:
         return False
     # A worker that comes back finds the cancel flag and drops it; the driver's slot is freed.
-    decode_cancel(user_id=session.state.get("driver") or session.instructor_id, request_ids=[request_id])
+    decode_cancel(user_id=state.driver or session.instructor_id, request_ids=[request_id])
     history.run_finished(request_id=request_id, frames=[*frames, error])  # marks the session not running
     _ended_states.pop(request_id, None)
     return True

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext, ngettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from modelcore.experiments.spec import KINDS, SWITCHES, RunConfig
 from webapp.core.figure_style import label_text
-from webapp.core.jobs import JobStatus
+from webapp.core.jobs import JobStatus, Run
 
 # What each kind of run is called on the pages (modelcore names them in code).
 KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paired training runs"),
@@ -19,10 +18,9 @@ KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paire
 KIND_ARMS = {"drift": ("residual", "no residual"), "norms": ("layernorm", "rmsnorm")}
 
 
-class ExperimentRun(models.Model):
+class ExperimentRun(Run):
     """A run of one experiment kind; asking for the same parameters again finds this row."""
 
-    Status = JobStatus  # a run is never cancelled; it ends succeeded or failed
     # How the experiment pages word a status (the training pages use the words themselves).
     STATUS_LABELS = {JobStatus.QUEUED: _("Queued"), JobStatus.RUNNING: _("Running"), JobStatus.SUCCEEDED: _("Done"),
                      JobStatus.FAILED: _("Failed"), JobStatus.CANCELLED: _("cancelled")}
@@ -30,16 +28,9 @@ class ExperimentRun(models.Model):
     kind = models.CharField(max_length=20, choices=[(k, KIND_LABELS.get(k, k)) for k in KINDS])
     params = models.JSONField(help_text="Canonical parameters: every value the result depends on.")
     params_key = models.CharField(max_length=64, unique=True, help_text="sha256 of kind + canonical parameters.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    progress = models.FloatField(default=0.0, help_text="0..1")
-    result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
     shipped = models.BooleanField(default=False, help_text="Copied from the results that ship with the app.")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -80,7 +71,3 @@ class ExperimentRun(models.Model):
     @property
     def status_label(self) -> str:
         return str(self.STATUS_LABELS[self.status])
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from webapp.core.jobs import JobStatus
+from webapp.core.jobs import Run
 
 
 class PageProgress(models.Model):
@@ -35,22 +35,9 @@ class DemoResult(models.Model):
                                    help_text="Last asked for: the cache keeps the recently used (lesson.services).")
 
 
-class TrainingRun(models.Model):
+class TrainingRun(Run):
     """A tiny training comparison (mask / FFN width), shared by everyone who asks for the same parameters."""
-
-    Status = JobStatus
 
     key = models.CharField(max_length=64, unique=True)
     kind = models.CharField(max_length=10)
     params = models.JSONField()
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    progress = models.FloatField(default=0.0)
-    result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)

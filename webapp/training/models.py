@@ -10,7 +10,7 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from webapp.core.jobs import JobStatus
+from webapp.core.jobs import Job, JobStatus
 
 
 class Dataset(models.Model):
@@ -41,26 +41,20 @@ class Dataset(models.Model):
         return Path(settings.MODEL_STORE) / self.path
 
 
-class TrainingJob(models.Model):
+class TrainingJob(Job):
     """One training run: what to train, how it is going, and the model it produced."""
 
-    Status = JobStatus
-
-    FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
-    ACTIVE = (Status.QUEUED, Status.RUNNING)
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     task = models.CharField(max_length=40, blank=True, help_text="A built-in task (modelcore.tasks), or blank.")
     dataset = models.ForeignKey(Dataset, null=True, blank=True, on_delete=models.PROTECT)
     config = models.JSONField(help_text='{"train": TrainConfig fields, "task_options": {...}}')
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED,
+                              db_index=True)  # Job's, indexed: the queue and the nav badge read it
     step = models.PositiveIntegerField(default=0)
     steps = models.PositiveIntegerField(default=0)
     history = models.JSONField(default=list, blank=True, help_text="Loss curve: [{step, loss, lr}, ...].")
     evals = models.JSONField(default=list, blank=True, help_text="Validation figures: [{step, bleu, ...}, ...].")
     result = models.JSONField(default=dict, blank=True, help_text="Final validation and test figures.")
     log = models.TextField(blank=True)
-    error = models.TextField(blank=True, help_text="Why the job failed, in one line.")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Runs started since it was last queued.")
     resumed_from_step = models.PositiveIntegerField(null=True, blank=True)
     celery_id = models.CharField(max_length=64, blank=True)
@@ -70,11 +64,9 @@ class TrainingJob(models.Model):
     cancel_requested = models.BooleanField(default=False)
     preempt_requested = models.BooleanField(default=False, help_text="Its worker is shutting down: checkpoint, requeue.")
     model = models.ForeignKey("registry.TrainedModel", null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
     queued_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -97,10 +89,6 @@ class TrainingJob(models.Model):
     @property
     def percent(self) -> int:
         return 100 if self.status == self.Status.SUCCEEDED else int(self.progress * 100)
-
-    @property
-    def is_final(self) -> bool:
-        return self.status in self.FINAL
 
     @property
     def folder(self) -> Path:

@@ -42,14 +42,16 @@ def consumes(consumer: Any, queue: str) -> bool:
     return any(getattr(each, "name", None) == queue for each in queues)
 
 
-def on_every_connect(app: Any, queue: str, action: Callable[[], Any], what: str) -> None:
+def on_every_connect(app: Any, queue: str, action: Callable[[], Any], what: str, key: str | None = None) -> None:
     """Run `action` in each worker reading `queue` whenever its consumer has connected to the broker.
 
     That is at the worker's start and after every reconnect, once the consumer has declared its
     queues (an exchange with no queue bound drops what it is sent). A Redis that restarts empty
     has lost every queued message: this is where a worker sends again what the database says is
-    still waiting. `what` names the action in the log when it fails (the next connect tries again).
+    still waiting. `what` names the action in the log when it fails (the next connect tries again); `key` names
+    its step where the action's own name is not unique on the queue (the same method of two tables).
     """
+    key = key or action.__name__
 
     def start(self: Any, consumer: Any) -> None:
         if not consumes(consumer, queue):
@@ -61,8 +63,8 @@ def on_every_connect(app: Any, queue: str, action: Callable[[], Any], what: str)
         finally:
             connection.close()
 
-    step = type(f"OnConnect_{queue}_{action.__name__}", (bootsteps.StartStopStep,), {
-        "name": f"{__name__}.on_connect.{queue}.{action.__name__}",  # one step per action: a queue may have several
+    step = type(f"OnConnect_{queue}_{key.replace('.', '_')}", (bootsteps.StartStopStep,), {
+        "name": f"{__name__}.on_connect.{queue}.{key}",  # one step per action: a queue may have several
         "requires": ("celery.worker.consumer.tasks:Tasks",),
         "start": start,
         "__doc__": f"Each time a worker reading {queue!r} connects to the broker: {what}.",

@@ -5,8 +5,7 @@ from django.conf import settings
 
 from modelcore.experiments import torch_threads
 from webapp.celery import TrainingTask, app
-from webapp.core.broker import on_every_connect
-from webapp.experiments.services import RUN_TASK, experiment_run_execute, experiments_resend_queued
+from webapp.experiments.services import RUN_TASK, RUNS, experiment_run_execute
 
 
 @app.task(name=RUN_TASK, base=TrainingTask)
@@ -18,4 +17,4 @@ def run_experiment_task(run_id: int) -> None:
 
 
 # A Redis that restarts empty loses the queued runs' messages: each reconnect sends them again.
-on_every_connect(app, "experiments", experiments_resend_queued, "send queued experiment runs again")
+RUNS.resend_on_connect()

@@ -10,9 +10,6 @@ class LessonConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from webapp.experiments.services import experiments_queue_share
-        from webapp.lesson.models import TrainingRun
-
-        # The training comparisons wait on the experiments' queue beside the students' runs, about 15 s each
-        # (two or three arms of about 5 s, modelcore/lesson/training.py): every queued run's place counts them.
-        experiments_queue_share(model=TrainingRun, typical_s=15.0)
+        # The training comparisons wait on the experiments' queue beside the students' runs: their table of runs
+        # (lesson.services.RUNS) counts in every queued run's place once it is made (webapp.core.runs.TABLES).
+        from webapp.lesson import services  # noqa: F401

@@ -20,12 +20,11 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from webapp.celery import app
-from webapp.core.broker import send_queued_again
-from webapp.core.feed import Feed, group_frame
 from webapp.core.limits import admit_script
 from webapp.core.presence import presence_client, workers_by_queue
 from webapp.core.redact import without_paths
 from webapp.core.redis_client import app_redis
+from webapp.core.runs import QueuePlace, RunTable
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.registry.models import TrainedModel
@@ -44,7 +43,6 @@ DEFAULT_MODEL = "zh-en-post"  # the paper's Post-LN layout
 DEFAULT_SENTENCE = "我的猫追了一只老鼠。"
 INT_PARAMS = ("layer", "head", "query", "norm")
 DEMO_MAX_CHARS = 60  # modelcore.lesson.demos.MAX_SENTENCE_CHARS, which the web process cannot import (no torch)
-PROGRESS_EVERY_S = 0.25  # at most four progress frames a second per run
 
 
 class DemoRefused(Exception):
@@ -206,6 +204,15 @@ def demo_compute(*, job: dict[str, Any]) -> dict[str, Any]:
         return {"error": {"code": error.code, "message": str(error)}}
 
 
+# The comparisons' lifecycle (queue, feed, state, resend after a Redis restart): webapp.core.runs. They wait on the
+# experiments' queue beside the students' runs, about 15 s each (two or three arms of about 5 s,
+# modelcore/lesson/training.py): every queued run's place counts them.
+RUNS = RunTable(model=TrainingRun, task=TRAIN_TASK, group_prefix="lesson-run", noun="lesson training run",
+                # students see it; the server's paths stay in the log
+                error_text=lambda error: without_paths(str(error))[:500], typical_s=lambda: 15.0)
+run_group = RUNS.group
+
+
 def training_request(*, user: Any, kind: str) -> TrainingRun:
     """The run of this comparison: the stored or running one when there is one, else a new one queued."""
     if kind not in TRAIN_KINDS:
@@ -214,72 +221,32 @@ def training_request(*, user: Any, kind: str) -> TrainingRun:
     key = _key("train", kind, params)
     with transaction.atomic():
         run = TrainingRun.objects.select_for_update().filter(key=key).first()
-        if run is not None and run.status != TrainingRun.Status.FAILED:
-            return run
         if run is None:
             run = TrainingRun.objects.create(key=key, kind=kind, params=params, owner=user)
-        else:
-            run.status, run.progress, run.error, run.result = TrainingRun.Status.QUEUED, 0.0, "", None
-            run.save()
-        run_id = run.pk
-        transaction.on_commit(lambda: app.send_task(TRAIN_TASK, args=[run_id], queue="experiments"))
+            RUNS.queue_on_commit(run)
+        elif run.status == TrainingRun.Status.FAILED:
+            RUNS.requeue(run)
     return run
-
-
-def training_resend_queued() -> int:
-    """Send every queued training comparison's message again (a worker reconnecting after Redis restarted empty lost
-    them); a run whose message survived gets two, and the second finds it running or ended and does nothing."""
-    return send_queued_again(TrainingRun.objects.filter(status=TrainingRun.Status.QUEUED), TRAIN_TASK, "experiments")
 
 
 def training_latest(*, kind: str) -> TrainingRun | None:
     return TrainingRun.objects.filter(key=_key("train", kind, {})).first()
 
 
-def run_group(run_id: int) -> str:
-    """The channel-layer group every socket watching lesson run `run_id` joins."""
-    return f"lesson-run-{run_id}"
+def training_queue_place(*, run: TrainingRun) -> QueuePlace | None:
+    """A queued comparison's place among all the runs waiting for the experiments workers; None unless queued."""
+    return RUNS.queue_place(run)
 
 
 def training_execute(*, run_id: int) -> None:
     """In the worker: train the comparison; progress goes to the run's sockets (and, less often, to its row)."""
-    run = TrainingRun.objects.get(pk=run_id)
-    if run.status in (TrainingRun.Status.SUCCEEDED, TrainingRun.Status.FAILED):
-        return  # delivered twice (acks_late, or sent again after a reconnect): the first delivery ended it
-    run.status, run.progress = TrainingRun.Status.RUNNING, 0.0
-    run.save(update_fields=["status", "progress", "updated_at"])
-    group = run_group(run_id)
-    feed = Feed(name=group, interval=PROGRESS_EVERY_S)
-    try:
-        feed.send(group, group_frame({"type": "state", "status": run.status, "progress": 0.0}))
-        _train(run, feed, group)
-    finally:
-        feed.close()
+    RUNS.execute(run_id, _train)
 
 
-def _train(run: TrainingRun, feed: Feed, group: str) -> None:
+def _train(kind: str, params: dict[str, Any], on_progress: Any) -> dict[str, Any]:
     from modelcore.lesson import run_training
 
-    saved = [0.0]
-
-    def report(info: dict[str, Any]) -> None:
-        progress = round(float(info["progress"]), 4)
-        frame = {"type": "progress", "progress": progress, **{k: info[k] for k in ("arm", "step", "steps", "loss")}}
-        feed.latest(group, group_frame(frame), force=progress >= 1)
-        if progress - saved[0] >= 0.02:
-            saved[0] = progress
-            TrainingRun.objects.filter(pk=run.pk).update(progress=progress)
-
-    try:
-        result = run_training(run.kind, run.params, on_progress=report)
-    except Exception as error:  # a failed run must end marked failed, never stay running
-        logger.exception("lesson training run %s failed", run.pk)
-        reported = without_paths(str(error))[:500]  # students see it; the server's paths stay in the log
-        TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.FAILED, error=reported)
-        feed.send(group, group_frame({"type": "failed", "message": reported}))
-        return
-    TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.SUCCEEDED, progress=1.0, result=result)
-    feed.send(group, group_frame({"type": "done", "status": TrainingRun.Status.SUCCEEDED, "progress": 1.0}))
+    return run_training(kind, params, on_progress=on_progress)
 
 
 def progress_visit(*, user: Any, page: str) -> None:

@@ -8,14 +8,7 @@ from django.conf import settings
 
 from modelcore.experiments import torch_threads
 from webapp.celery import TrainingTask, app
-from webapp.core.broker import on_every_connect
-from webapp.lesson.services import (
-    DEMO_TASK,
-    TRAIN_TASK,
-    demo_compute,
-    training_execute,
-    training_resend_queued,
-)
+from webapp.lesson.services import DEMO_TASK, RUNS, TRAIN_TASK, demo_compute, training_execute
 
 
 @app.task(name=DEMO_TASK)
@@ -42,4 +35,4 @@ def train_task(run_id: int) -> None:
 
 
 # A Redis that restarts empty loses the queued comparisons' messages, as the experiments' runs: send them again.
-on_every_connect(app, "experiments", training_resend_queued, "send queued lesson training comparisons again")
+RUNS.resend_on_connect()

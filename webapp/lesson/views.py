@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.permissions import instructors_only, signed_in
-from webapp.experiments.services import experiment_queue_place
 from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
 from webapp.lesson.figures import arm_label, arm_names, figures_for, masks_figure, stacks_figure
@@ -27,6 +26,7 @@ from webapp.lesson.services import (
     progress_table,
     progress_visit,
     training_latest,
+    training_queue_place,
     training_request,
     workers_present,
 )
@@ -148,7 +148,7 @@ def run_queue(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _queue_context(run: TrainingRun) -> dict[str, Any]:
-    return {"run": run, "queue": experiment_queue_place(run=run), "queue_url": reverse("lesson:run_queue", args=[run.pk])}
+    return {"run": run, "queue": training_queue_place(run=run), "queue_url": reverse("lesson:run_queue", args=[run.pk])}
 
 
 def _run_panel(request: HttpRequest, run: TrainingRun) -> HttpResponse:

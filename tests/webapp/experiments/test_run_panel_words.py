@@ -8,7 +8,7 @@ import pytest
 
 from tests.webapp.lesson.test_pages import get, text_of
 from webapp.experiments.models import ExperimentRun
-from webapp.experiments.services import _progress_reporter
+from webapp.experiments.services import RUNS
 
 pytestmark = pytest.mark.django_db
 DEFAULTS = Path(__file__).resolve().parents[3] / "webapp/experiments/defaults/residuals.json"
@@ -52,7 +52,7 @@ def test_the_frame_before_an_evaluation_goes_out_at_once_and_says_so(student):
     run = ExperimentRun.objects.create(kind="compare", params={"eval_every": 50, "steps": 300}, params_key="e" * 64,
                                        owner=student, status=ExperimentRun.Status.RUNNING)
     feed = Feed()
-    report = _progress_reporter(run, feed, "group")
+    report = RUNS.progress_reporter(run, feed)
     for step in (10, 49, 50, 299, 300):
         report({"progress": step / 600, "arm": "post", "step": step, "steps": 300, "loss": 1.0})
     said = {frame["step"]: (frame.get("evaluates_next", False), force) for frame, force in

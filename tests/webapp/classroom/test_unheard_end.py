@@ -33,9 +33,9 @@ class Screen:
 async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_workers_copy_not_lost(session, settings):
     from webapp.classroom import history
     from webapp.classroom import socket_state as stored
-    from webapp.classroom.consumers import _watch_unheard
     from webapp.classroom.models import LiveSession
     from webapp.classroom.relay import SessionRelay
+    from webapp.classroom.watch import watch_unheard
     from webapp.core.redis_client import app_redis
     from webapp.playground import keys
 
@@ -52,7 +52,7 @@ async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_worke
     screen = Screen()
     relay.sockets[screen] = None
     relay.waiting.append(screen)
-    await _watch_unheard(relay, session.code, RUN)
+    await watch_unheard(relay, session.code, RUN)
 
     assert [f["type"] for f in screen.frames] == ["state"]
     shown = screen.frames[0]["frames"]

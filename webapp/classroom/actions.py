@@ -1,0 +1,382 @@
+"""What a live session's socket does: one call per frame type (the console's actions, a participant's answer, a
+resync), joining and leaving, and what each classroom event becomes on this socket.
+
+The socket (webapp/classroom/consumers.py) parses a frame, calls the one function here with itself (a `Caller`) and
+the session, and sends what it answers; a refusal is a ClassroomError, which the socket sends as an `error` frame.
+Frames for every screen go out on the session's group (`publish`) and reach each socket through its relay.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+import orjson
+import redis
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from webapp.classroom import history, questions, services
+from webapp.classroom import socket_state as stored
+from webapp.classroom.errors import ClassroomError
+from webapp.classroom.frames import parse_run
+from webapp.classroom.models import LiveSession, Question, SessionState
+from webapp.classroom.presence import presence_change
+from webapp.classroom.relay import SessionRelay, event_message, relay_target, relays, session_group
+from webapp.classroom.reveal import model_answer, next_token_options, source_options
+from webapp.classroom.watch import watch_queued, watch_run
+from webapp.core.loops import per_loop
+from webapp.playground.handoff import handoff
+from webapp.playground.protocol import ProtocolError, parse_view_fields
+from webapp.playground.services import (
+    attention_view,
+    decode_cancel,
+    decode_step,
+    ended_attention,
+    new_job,
+    request_resync,
+)
+
+log = logging.getLogger(__name__)
+
+CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end")
+COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
+STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
+
+
+class Caller(Protocol):
+    """What an action needs of the socket its frame came on."""
+
+    code: str
+    user: Any
+    user_id: int
+    session_id: int
+    drives: bool
+    seated: bool
+    relay: SessionRelay
+    closing: bool
+
+    async def send(self, text_data: str) -> None: ...
+
+    async def send_error(self, code: str, message: str) -> None: ...
+
+
+def _db(fn: Any) -> Any:
+    return database_sync_to_async(fn, thread_sensitive=False)
+
+
+def _redis(fn: Any) -> Any:
+    return sync_to_async(fn, thread_sensitive=False)
+
+
+async def publish(code: str, frame: dict[str, Any], **extra: Any) -> None:
+    """A classroom event for every screen of the session, on every web process (relay.py)."""
+    await get_channel_layer().group_send(session_group(code), event_message(frame, **extra))
+
+
+# -- joining and leaving ----------------------------------------------------------------------------------
+
+
+async def session_open(code: str, user: Any, scope: dict[str, Any]) -> LiveSession:
+    """The live session a socket opens on: ClassroomError `too_many` (wrong codes are throttled per user and client
+    address, as the join page's are) or `not_found`."""
+    session = await _db(services.session_for_socket)(code, user.pk, scope)
+    if session is None or not session.live:
+        raise ClassroomError("not_found", "no live session has this code (it may have ended)")
+    return session
+
+
+async def seat(user: Any, session: LiveSession) -> tuple[bool, bool]:
+    """Whether the user drives the session, and whether they sat in it (the instructor takes no seat)."""
+    drives = await _db(services.can_drive)(user, session)
+    return drives, not drives and await _db(services.session_join)(user=user, session=session) is not None
+
+
+async def relay_join(socket: Caller, session: LiveSession) -> SessionRelay:
+    """This process's relay of the session, with the socket among its screens."""
+    return await relays().join(
+        socket, socket.code, request_id=session.run_state.request_id, question=await _db(stored.open_public)(session),
+        on_final=stored.run_record, on_run=watch_run, on_gap=stored.run_gap)
+
+
+async def relay_leave(socket: Caller) -> None:
+    await relays().leave(socket, socket.code)
+
+
+async def presence(socket: Caller, change: int) -> None:
+    await presence_change(socket.code, socket.user_id, change, student=not socket.drives)
+
+
+async def snapshot(socket: Caller, session: LiveSession) -> dict[str, Any]:
+    """The `session` frame (docs/classroom-socket.md)."""
+    return await _db(stored.snapshot)(session, socket.user, socket.drives, socket.relay)
+
+
+# -- the run's state, for a socket that joins, reconnects or saw a gap -----------------------------------
+
+
+async def state_send(socket: Caller, session: LiveSession) -> None:
+    """The current run's `state` to this socket: the relay's copy when whole, else the worker's (the socket waits
+    for it), else the kept transcript of an ended run."""
+    state = session.run_state
+    request_id = state.request_id
+    if not request_id:
+        return
+    relay = socket.relay
+    if state.running:
+        watch_run(relay, request_id)
+    else:
+        await ended_load(relay, state)
+    if relay.request_id == request_id and relay.complete:
+        await socket.send(text_data=relay.state_text())
+        return
+    if relay.request_id == request_id and relay.ended:  # ended here before this copy was whole: the worker's copy
+        relay.waiting.append(socket)
+        await stored.run_gap(relay, request_id, True)
+        return
+    if state.running:
+        relay.waiting.append(socket)
+        await _redis(request_resync)(request_id)
+        return
+    await socket.send(text_data=await stored.ended_state_text(request_id))
+
+
+async def ended_load(relay: SessionRelay, state: SessionState) -> None:
+    """A run that ended before this process followed it: its kept transcript goes to the relay, which holds back
+    an open question's step from it (and finds the model's top-k there for the question's options)."""
+    request_id = state.request_id
+    if request_id and not state.running and relay.request_id == request_id and not relay.complete:
+        frames = orjson.loads(await stored.ended_state_text(request_id))["frames"]
+        if frames:
+            relay.load_ended(request_id, frames)
+
+
+async def resync(socket: Caller) -> None:
+    await state_send(socket, await _live(socket.code))
+
+
+# -- the console -------------------------------------------------------------------------------------------
+
+
+async def _live(code: str) -> LiveSession:
+    session = await _db(services.session_by_code)(code)
+    if session is None or not session.live:
+        raise ClassroomError("ended", "this session has ended")
+    return session
+
+
+async def session_driven(socket: Caller) -> LiveSession:
+    """The session, read afresh, for a console action: ClassroomError unless it is live and this user drives it
+    now (rights are read again at every action)."""
+    session = await _live(socket.code)
+    if not await _db(stored.drives_now)(socket.user_id, session):
+        raise ClassroomError("forbidden", "only the session's instructor (or an admin) drives it")
+    return session
+
+
+async def console_run(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    try:
+        model_name, request = parse_run(frame, session.model_name, session.run_state.attention_view())
+        model = await _db(services.session_model_fields)(user=socket.user, name=model_name)
+    except ProtocolError as error:
+        raise ClassroomError(error.code, error.message) from error
+    await _cancel_running(socket, session)
+    job = new_job(user_id=socket.user_id, reply_channel=f"classroom.{socket.code}", request=request, model=model,
+                  relay=relay_target(socket.code))
+    state = {"source": request.source, "params": {**request.params, "step_mode": request.step_mode,
+                                                  "pace_ms": request.pace_ms},
+             "request_id": job["request_id"], "running": True, "tokens": [], "driver": socket.user_id}
+    await _db(stored.run_begin)(session, model_name, state, job["request_id"])
+    try:
+        refusal = await handoff().send(job)
+    except Exception:
+        log.exception("could not queue the classroom decode %s", job["request_id"])
+        refusal = ProtocolError("unavailable", "the decoding service cannot be reached; try again in a moment")
+    if refusal is not None:
+        await _db(services.session_state_update)(session=session, running=False)
+        raise ClassroomError(refusal.code, refusal.message)
+    asyncio.ensure_future(watch_queued(socket.relay, job["request_id"], closing=lambda: socket.closing,
+                                       refuse=socket.send_error))
+    # What the students' Fork opens: the worker's frames carry the source's tokens, not its text.
+    await publish(socket.code, {"type": "run", "model": model_name, "source": request.source,
+                                "params": {"strategy": request.params.get("strategy", "greedy")}})
+
+
+async def _cancel_running(socket: Caller, session: LiveSession) -> None:
+    state = session.run_state
+    if state.running_request:
+        await _redis(decode_cancel)(user_id=state.driver or socket.user_id, request_ids=[state.running_request])
+    await _db(questions.questions_close)(session=session)
+    if socket.relay.held_seq is not None:
+        await publish(socket.code, {"type": "question_closed"})
+
+
+async def console_step(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    state, relay = session.run_state, socket.relay
+    if not state.stepping or (relay.ended and relay.request_id == state.request_id):
+        raise ClassroomError("not_stepping", "no step-by-step decode is running: press Step to start one")
+    await _redis(decode_step)(request_ids=[state.request_id])
+
+
+async def console_cancel(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    if not session.run_state.running:
+        raise ClassroomError("not_running", "nothing is running")
+    await _cancel_running(socket, session)
+
+
+async def console_views(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    start = socket.relay.start_frame() or {}
+    views = services.parse_views(frame, (start.get("model_config") or {}).get("n_decoder_layers"))
+    state = await _db(services.session_state_update)(session=session, **views)
+    await publish(socket.code, {"type": "views", **views})
+    request_id = state.request_id
+    if not request_id:
+        return
+    view = parse_view_fields(state.attention_view())
+    if state.running:  # the worker sends every step so far in this view; later steps follow it
+        await _redis(attention_view)(request_id, view)
+        return
+    text = await _redis(ended_attention)(request_id, view)
+    if text is not None:
+        await publish(socket.code, orjson.loads(text))
+
+
+async def console_question(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    spec = questions.parse_question(frame)
+    request_id, seq, options = None, None, None
+    if spec.kind != Question.CHOICE:
+        request_id, seq, options = _next_step(socket.relay, session.run_state, spec.kind)
+    question = await _db(questions.question_open)(session=session, spec=spec, request_id=request_id, seq=seq,
+                                                 options=options)
+    public = stored.public_question(question)
+    if seq is None:
+        await publish(socket.code, public)
+        return
+    # The relays hold this step back before it exists: the step is asked for only once they know.
+    await publish(socket.code, public, hold=seq)
+    await _redis(decode_step)(request_ids=[request_id])
+
+
+def _next_step(relay: SessionRelay, state: SessionState, kind: str) -> tuple[str, int, list[str]]:
+    """The running step-mode request and the seq of its next step, or ClassroomError why there is none."""
+    start = relay.start_frame()
+    if not state.stepping or relay.ended or start is None or relay.request_id != state.request_id:
+        raise ClassroomError("not_stepping", "start a step-by-step decode (Step) before asking about the model's next step")
+    if relay.held_seq is not None:
+        raise ClassroomError("question_open", "reveal or close the open question first")
+    src = start.get("src_tokens") or [str(i) for i in start.get("src_ids", [])]
+    options = {"attention": source_options(src), "stop": ["yes", "no"]}.get(kind, [])
+    return relay.request_id, relay.steps_seen, options
+
+
+async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    question = await _db(questions.open_question)(session)
+    if question is None:
+        raise ClassroomError("not_open", "no question is open")
+    options = question.options
+    if question.kind == Question.CHOICE:
+        answer = frame.get("answer")
+        if answer not in question.options:
+            raise ClassroomError("bad_params", "name the right option (answer) to reveal a multiple-choice question")
+    else:
+        step = await _held_step(socket.relay, question)
+        start = socket.relay.start_frame() or {}
+        if step is None:
+            raise ClassroomError("not_stepped", "the step this question is about has not arrived yet")
+        answer = model_answer(question, step, start.get("src_tokens") or [])
+        if question.kind == Question.NEXT_TOKEN:
+            options = next_token_options(step)
+    if answer is None:
+        raise ClassroomError("no_answer", "the model's frame does not carry what this question asks")
+    results = await _db(stored.reveal_store)(question, answer, options)
+    counts = await _db(questions.answer_counts)(question)
+    reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": answer,
+              "counts": counts, "total": sum(counts.values())}
+    await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
+
+
+async def _held_step(relay: SessionRelay, question: Question) -> dict[str, Any] | None:
+    """The step the question is about; a reveal pressed as the question opened waits for it a moment."""
+    for _ in range(int(STEP_WAIT_S / 0.05)):
+        step = relay.frame(question.request_id, question.seq)
+        if step is not None:
+            return step
+        await asyncio.sleep(0.05)
+    return None
+
+
+async def console_close_question(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    if await _db(questions.questions_close)(session=session) == 0:
+        raise ClassroomError("not_open", "no question is open")
+    await publish(socket.code, {"type": "question_closed"})
+
+
+async def console_end(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    """As the console page's End: a running decode is cancelled and kept from its worker's copy (every screen's
+    socket closes with the end, none is left to keep it), and the screens are told who ended the session."""
+    await _cancel_running(socket, session)
+    ended = await _db(history.session_end_keeping_runs)(session=session)
+    await publish(socket.code, {"type": "ended", "reason": ended.end_reason})
+
+
+# -- participants ------------------------------------------------------------------------------------------
+
+
+async def answer(socket: Caller, frame: dict[str, Any]) -> dict[str, Any]:
+    """A participant's answer, taken once (questions.answer_take); returns the `answered` frame for them."""
+    if not socket.seated:
+        raise ClassroomError("forbidden", "only the session's participants answer its questions")
+    try:
+        question, choice = await questions.answer_take(session_id=socket.session_id, user_id=socket.user_id,
+                                                       question_id=frame.get("question"), choice=frame.get("choice"))
+    except (redis.RedisError, OSError) as error:
+        log.warning("an answer could not be counted", exc_info=True)
+        raise ClassroomError("unavailable", "your answer could not be counted just now; send it again") from error
+    coalescer().counts_soon(socket.code, question)
+    return {"type": "answered", "question": question, "choice": choice}
+
+
+class Coalescer:
+    """One per event loop: at most one console histogram update per question every COUNTS_EVERY_S."""
+
+    def __init__(self) -> None:
+        self.pending: set[int] = set()
+
+    def counts_soon(self, code: str, question_id: int) -> None:
+        if question_id in self.pending:
+            return
+        self.pending.add(question_id)
+        asyncio.get_running_loop().call_later(
+            COUNTS_EVERY_S, lambda: asyncio.ensure_future(self._send(code, question_id)))
+
+    async def _send(self, code: str, question_id: int) -> None:
+        self.pending.discard(question_id)
+        counts = await _db(questions.live_counts)(question_id)
+        frame = {"type": "answers", "question": question_id, "counts": counts, "total": sum(counts.values())}
+        await publish(code, frame, to="console")
+
+
+coalescer = per_loop(Coalescer)
+
+
+# -- a classroom event, as this socket shows it ------------------------------------------------------------
+
+
+async def event_frame(socket: Caller, message: dict[str, Any]) -> dict[str, Any] | None:
+    """What a classroom event (relay.py) shows on this socket: None when it is not for this socket's role; a
+    reveal carries the console's class scores or this student's result, presence no names for a student."""
+    to, frame = message.get("to", "all"), message["frame"]
+    if (to == "console" and not socket.drives) or (to == "students" and socket.drives):
+        return None
+    kind = frame.get("type")
+    if kind == "reveal":
+        if socket.drives:
+            return {**frame, "scores": await _db(stored.scores_of_class)(socket.code)}
+        right, score = message.get("results", {}).get(str(socket.user_id), (None, None))
+        frame = {**frame, "you": {"answered": right is not None, "correct": right, "score": score}}
+        if score is None:
+            frame["you"]["score"] = await _db(stored.score_of_user)(socket.code, socket.user_id)
+    elif kind == "presence" and not socket.drives:
+        frame = {"type": "presence", "count": frame.get("count", 0)}
+    return frame

@@ -42,6 +42,16 @@ BREAKS = {
         "def _dispatch() -> None:\n    from webapp.playground.tasks import decode  # noqa: F401\n",
         "playground-direction",
     ),
+    "the sockets' base imports operations": (
+        "webapp/live/feed.py",
+        "def _runs() -> None:\n    from webapp.ops import runs  # noqa: F401\n",
+        "shared-direction",
+    ),
+    "operations import an area's app": (
+        "webapp/ops/health.py",
+        "def _area() -> None:\n    from webapp.classroom import errors  # noqa: F401\n",
+        "shared-below-areas",
+    ),
 }
 
 

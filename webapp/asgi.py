@@ -12,7 +12,7 @@ django_asgi_app = get_asgi_application()  # before importing consumers: it sets 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from webapp.core.socket_edge import SameOriginValidator  # noqa: E402
+from webapp.live.socket_edge import SameOriginValidator  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(

@@ -4,10 +4,10 @@ from __future__ import annotations
 from django.urls import path, re_path
 
 from webapp.classroom.consumers import ClassroomSocket
-from webapp.core.consumers import NotifyConsumer
-from webapp.core.socket_edge import NoSuchSocket
 from webapp.experiments.consumers import ExperimentSocket
 from webapp.lesson.consumers import TrainingRunSocket
+from webapp.live.consumers import NotifyConsumer
+from webapp.live.socket_edge import NoSuchSocket
 from webapp.playground.consumers import DecodeConsumer
 from webapp.training.consumers import TrainingJobConsumer
 

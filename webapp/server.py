@@ -90,7 +90,7 @@ class BoundedServer(Server):
             if unsent_bytes(protocol.transport) > _send_bound():
                 log.warning("closing a WebSocket whose client does not read (%s bytes unsent)",
                             unsent_bytes(protocol.transport))
-                from webapp.core.socket_guard import NOT_READING_CLOSE
+                from webapp.live.socket_guard import NOT_READING_CLOSE
 
                 # A slow reader gets CLOSE_WAIT_S to read up to the close frame and see why; then autobahn drops it.
                 protocol.closeHandshakeTimeout = CLOSE_WAIT_S

@@ -26,7 +26,7 @@ from webapp.classroom.presence import presence_change
 from webapp.classroom.relay import SessionRelay, event_message, relay_target, relays, session_group
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
 from webapp.classroom.watch import watch_queued, watch_run
-from webapp.core.loops import per_loop
+from webapp.live.loops import per_loop
 from webapp.playground.handoff import handoff
 from webapp.playground.protocol import ProtocolError, parse_view_fields
 from webapp.playground.services import (

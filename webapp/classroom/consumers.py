@@ -16,7 +16,7 @@ import orjson
 
 from webapp.classroom import actions
 from webapp.classroom.errors import ClassroomError
-from webapp.core.sockets import JsonSocket
+from webapp.live.sockets import JsonSocket
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import orjson
 from channels.layers import get_channel_layer
 
 from webapp.classroom.reveal import next_token_options
-from webapp.core.loops import per_loop
+from webapp.live.loops import per_loop
 from webapp.playground import protocol
 from webapp.playground.relay import group_target
 

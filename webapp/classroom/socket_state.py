@@ -15,7 +15,7 @@ from webapp.classroom import history, questions, services
 from webapp.classroom.models import LiveSession, Question, Run
 from webapp.classroom.relay import SessionRelay
 from webapp.classroom.reveal import next_token_options
-from webapp.core.redis_client import app_redis
+from webapp.ops.redis_client import app_redis
 from webapp.playground.protocol import state_text
 from webapp.playground.services import decode_cancel, ended_state, request_resync
 

@@ -210,7 +210,7 @@ def end(request: HttpRequest, code: str) -> HttpResponse:
         return render(request, "classroom/end.html", {"session": session})
     transcripts.session_end_keeping_runs(session=session)
     from webapp.classroom.relay import event_message, session_group
-    from webapp.core.feed import publish
+    from webapp.live.feed import publish
 
     publish([(session_group(session.code), event_message({"type": "ended", "reason": session.end_reason}))])
     messages.success(request, _("You ended the session. Here is what happened in it."))

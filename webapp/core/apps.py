@@ -10,9 +10,6 @@ class CoreConfig(AppConfig):
     label = "core"
     verbose_name = "Core"
 
-    def ready(self) -> None:
-        from webapp.core import presence, revoke  # noqa: F401  (signal receivers)
-
 
 class LabAdminConfig(admin_apps.AdminConfig):
     default = False

@@ -7,7 +7,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from webapp.accounts.permissions import signed_in
-from webapp.core.health import current_report
+from webapp.ops.health import current_report
 
 
 @signed_in

@@ -11,5 +11,5 @@ class ExperimentRunAdmin(admin.ModelAdmin):
     list_filter = ("kind", "status", "shipped")
     search_fields = ("params_key", "owner__username")
     readonly_fields = ("params_key", "created_at", "started_at", "finished_at", "updated_at")
-    # The order of the model's own fields (those of webapp.core.jobs.Run would come first).
+    # The order of the model's own fields (those of webapp.ops.jobs.Run would come first).
     fields = ("kind", "params", "status", "progress", "result", "error", "shipped", "owner", *readonly_fields)

@@ -11,5 +11,5 @@ class ExperimentsConfig(AppConfig):
 
     def ready(self) -> None:
         # The students' runs count in the place of every run queued on the experiments' queue, the lesson's too:
-        # their table of runs (experiments.services.RUNS) joins webapp.core.runs.TABLES when it is made.
+        # their table of runs (experiments.services.RUNS) joins webapp.ops.runs.TABLES when it is made.
         from webapp.experiments import services  # noqa: F401

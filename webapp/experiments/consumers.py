@@ -1,8 +1,8 @@
-"""/ws/experiments/<id>/: the run's state on connect, then its progress frames live (webapp.core.run_socket)."""
+"""/ws/experiments/<id>/: the run's state on connect, then its progress frames live (webapp.ops.run_socket)."""
 from __future__ import annotations
 
-from webapp.core.run_socket import RunSocket
 from webapp.experiments.services import RUNS
+from webapp.ops.run_socket import RunSocket
 
 
 class ExperimentSocket(RunSocket):

@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from modelcore.experiments.spec import KINDS, SWITCHES, RunConfig
 from webapp.core.figure_style import label_text
-from webapp.core.jobs import JobStatus, Run
+from webapp.ops.jobs import JobStatus, Run
 
 # What each kind of run is called on the pages (modelcore names them in code).
 KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paired training runs"),

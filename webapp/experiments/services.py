@@ -15,9 +15,9 @@ from django.utils import timezone
 from modelcore.experiments.spec import canonical_params
 from webapp.accounts.roles import Role, has_role
 from webapp.core.redact import without_paths
-from webapp.core.runs import QueuePlace, RunTable
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES, shipped_results
+from webapp.ops.runs import QueuePlace, RunTable
 
 RUN_TASK = "webapp.experiments.run"  # webapp.experiments.tasks.run_experiment_task, routed by its name
 
@@ -59,7 +59,7 @@ def _typical_run_s() -> float:
     return took[len(took) // 2] if took else TYPICAL_RUN_S
 
 
-# The runs' lifecycle (queue, feed, state, resend after a Redis restart): webapp.core.runs. The students' runs share
+# The runs' lifecycle (queue, feed, state, resend after a Redis restart): webapp.ops.runs. The students' runs share
 # their `experiments` queue with the lesson's training comparisons; a queued run's place counts both.
 RUNS = RunTable(model=ExperimentRun, task=RUN_TASK, group_prefix="experiment", noun="experiment run",
                 # the student sees it; paths stay in the log

@@ -11,5 +11,5 @@ class LessonConfig(AppConfig):
 
     def ready(self) -> None:
         # The training comparisons wait on the experiments' queue beside the students' runs: their table of runs
-        # (lesson.services.RUNS) counts in every queued run's place once it is made (webapp.core.runs.TABLES).
+        # (lesson.services.RUNS) counts in every queued run's place once it is made (webapp.ops.runs.TABLES).
         from webapp.lesson import services  # noqa: F401

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from webapp.core.jobs import Run
+from webapp.ops.jobs import Run
 
 
 class PageProgress(models.Model):

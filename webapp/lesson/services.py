@@ -20,13 +20,13 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from webapp.celery import app
-from webapp.core.limits import admit_script
-from webapp.core.presence import presence_client, workers_by_queue
 from webapp.core.redact import without_paths
-from webapp.core.redis_client import app_redis
-from webapp.core.runs import QueuePlace, RunTable
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
+from webapp.ops.limits import admit_script
+from webapp.ops.presence import presence_client, workers_by_queue
+from webapp.ops.redis_client import app_redis
+from webapp.ops.runs import QueuePlace, RunTable
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
 
@@ -204,7 +204,7 @@ def demo_compute(*, job: dict[str, Any]) -> dict[str, Any]:
         return {"error": {"code": error.code, "message": str(error)}}
 
 
-# The comparisons' lifecycle (queue, feed, state, resend after a Redis restart): webapp.core.runs. They wait on the
+# The comparisons' lifecycle (queue, feed, state, resend after a Redis restart): webapp.ops.runs. They wait on the
 # experiments' queue beside the students' runs, about 15 s each (two or three arms of about 5 s,
 # modelcore/lesson/training.py): every queued run's place counts them.
 RUNS = RunTable(model=TrainingRun, task=TRAIN_TASK, group_prefix="lesson-run", noun="lesson training run",

@@ -11,7 +11,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
-from webapp.core.sockets import JsonSocket
+from webapp.live.sockets import JsonSocket
 from webapp.playground.handoff import handoff
 from webapp.playground.protocol import LOST_MESSAGES, ProtocolError, is_tag, parse_target, parse_view
 from webapp.playground.relay import relay

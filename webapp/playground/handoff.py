@@ -15,7 +15,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from webapp.core.loops import per_loop
+from webapp.live.loops import per_loop
 from webapp.playground.protocol import ProtocolError
 from webapp.playground.services import decode_queue
 

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "webapp.core",
+    "webapp.live",
+    "webapp.ops",
     "webapp.accounts",
     "webapp.classroom",
     "webapp.experiments",
@@ -65,7 +67,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "webapp.core.busy.BusyDatabaseMiddleware",
+    "webapp.ops.busy.BusyDatabaseMiddleware",
     "webapp.core.method_page.MethodNotAllowedPageMiddleware",
     # Axes must come last: it inspects the outcome of authentication.
     "axes.middleware.AxesMiddleware",
@@ -168,7 +170,7 @@ STATIC_ROOT = env_path("STATIC_ROOT", DATA_DIR / "staticfiles")
 WHITENOISE_ROOT = BASE_DIR / "root_files"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "webapp.core.storage.StaticStorage"},
+    "staticfiles": {"BACKEND": "webapp.ops.storage.StaticStorage"},
 }
 MEDIA_ROOT = env_path("MEDIA_ROOT", DATA_DIR / "media")
 
@@ -252,7 +254,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "interactive"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_WORKER_CONSUMER = "webapp.core.broker:QuickReconnectConsumer"  # back within 1 s of a Redis restart
+CELERY_WORKER_CONSUMER = "webapp.ops.broker:QuickReconnectConsumer"  # back within 1 s of a Redis restart
 # Redis redelivers an unacknowledged task after this many seconds: longer than the longest job.
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 12 * 3600, minimum=60)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}

@@ -13,7 +13,7 @@ class TrainingJobAdmin(admin.ModelAdmin):
     readonly_fields = ("celery_id", "lease_owner", "lease_expires_at", "created_at", "updated_at", "started_at",
                        "finished_at", "resumed_from_step", "model")
     raw_id_fields = ("owner", "dataset")
-    # The order of the model's own fields (those of webapp.core.jobs.Job would come first).
+    # The order of the model's own fields (those of webapp.ops.jobs.Job would come first).
     fields = ("owner", "task", "dataset", "config", "status", "step", "steps", "history", "evals", "result", "log", "error",
               "attempts", "cancel_requested", "preempt_requested", "queued_at", *readonly_fields)
 

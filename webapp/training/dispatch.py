@@ -1,7 +1,7 @@
 """Putting a training job on the `training` queue: by the task's name, once the rows that queued it are committed."""
 from __future__ import annotations
 
-from webapp.core.runs import task_send_on_commit
+from webapp.ops.runs import task_send_on_commit
 from webapp.training.models import TrainingJob
 
 RUN_JOB = "webapp.training.run_job"  # webapp.training.tasks.run_job; routed to `training` by its name

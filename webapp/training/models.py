@@ -10,7 +10,7 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from webapp.core.jobs import Job, JobStatus
+from webapp.ops.jobs import Job, JobStatus
 
 
 class Dataset(models.Model):

@@ -9,7 +9,7 @@ from celery.signals import worker_shutting_down
 from django.db import connection
 
 from webapp.celery import TrainingTask, app
-from webapp.core.broker import on_every_connect
+from webapp.ops.broker import on_every_connect
 from webapp.training.dispatch import RUN_JOB
 from webapp.training.runner import job_run
 from webapp.training.services import jobs_preempt, jobs_recover

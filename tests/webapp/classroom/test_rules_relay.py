@@ -26,7 +26,7 @@ from tests.fixtures.session_relay import (
 )
 from webapp.classroom.relay import SessionRelay, event_message, session_group
 from webapp.classroom.socket_state import STEPS_LOST, run_gap
-from webapp.core.redis_client import app_redis
+from webapp.ops.redis_client import app_redis
 from webapp.playground import keys
 from webapp.playground.protocol import state_text
 

@@ -25,7 +25,7 @@ def stepping(session, request_id: str = "edge-run") -> str:
     """A step-by-step run three steps in, waiting for the next Step, and the copy its worker keeps once it ends."""
     from webapp.classroom.history import run_started
     from webapp.classroom.services import session_state_update
-    from webapp.core.redis_client import app_redis
+    from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
     run_started(session=session, request_id=request_id, source="我们看见我的猫。", params={"strategy": "greedy"})
@@ -75,7 +75,7 @@ def test_ending_needs_the_csrf_token(instructor, session):
 
 
 def test_ending_cancels_a_step_by_step_run_and_its_history_keeps_every_token(client_as, session, instructor):
-    from webapp.core.redis_client import app_redis
+    from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
     request_id = stepping(session)
@@ -181,7 +181,7 @@ def test_the_screens_are_told_who_ended_the_session(client_as, session, instruct
     from webapp.classroom import services
 
     sent = []
-    with mock.patch("webapp.core.feed.publish", side_effect=sent.extend):
+    with mock.patch("webapp.live.feed.publish", side_effect=sent.extend):
         client_as(instructor).post(f"/classroom/{session.code}/end/")
         idle = LiveSession.objects.create(instructor=instructor, title="Idle", model_name="tiny", code="IDLE2345",
                                           last_active=services.idle_since() - timedelta(minutes=1))

@@ -36,7 +36,7 @@ async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_worke
     from webapp.classroom.models import LiveSession
     from webapp.classroom.relay import SessionRelay
     from webapp.classroom.watch import watch_unheard
-    from webapp.core.redis_client import app_redis
+    from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
     settings.PLAYGROUND_WORKER_LOST_S = 0.5
@@ -71,7 +71,7 @@ async def test_a_run_that_ends_before_a_mid_run_relay_holds_all_of_it_answers_it
     the rolling-restart test: every screen of one process stuck at step 49 of 60 until the test gave up)."""
     from webapp.classroom import socket_state as stored
     from webapp.classroom.relay import SessionRelay
-    from webapp.core.redis_client import app_redis
+    from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
     run = "run-ends-mid-follow"

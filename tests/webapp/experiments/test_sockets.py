@@ -6,9 +6,9 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from tests.fixtures.sockets import socket_for
-from webapp.core.feed import group_frame
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import run_group
+from webapp.live.feed import group_frame
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 

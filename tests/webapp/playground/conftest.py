@@ -7,13 +7,13 @@ import pytest
 
 from tests.fixtures.models import make_model_folder
 from tests.fixtures.services import WorkerProcess
-from webapp.core.redis_client import app_redis
+from webapp.ops.redis_client import app_redis
 
 
 @pytest.fixture(autouse=True)
 def fresh_limits(redis_server):
     """Each test starts with no recorded requests and no cached model (ids and names repeat between tests)."""
-    from webapp.core import presence
+    from webapp.ops import presence
     from webapp.playground import services
     from webapp.playground.keys import PREFIX
 
@@ -28,7 +28,7 @@ def fresh_limits(redis_server):
 @pytest.fixture
 def present_worker(redis_server):
     """An interactive worker's presence key, for tests of the queueing path that run no worker."""
-    from webapp.core.presence import PREFIX, workers_publish
+    from webapp.ops.presence import PREFIX, workers_publish
 
     client = app_redis()
     workers_publish(client, "present@test", ["interactive"])

@@ -9,7 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.fixtures.playground import SOURCE, connected, receive
-from webapp.core.redis_client import app_redis
+from webapp.ops.redis_client import app_redis
 from webapp.playground.handoff import handoff
 from webapp.playground.protocol import parse_decode
 from webapp.playground.services import decode_queue, new_job, playground_limits

@@ -8,7 +8,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.fixtures.playground import SOURCE, connected, nothing_arrives, receive, until_final
-from webapp.core.redis_client import app_redis
+from webapp.ops.redis_client import app_redis
 from webapp.playground import keys
 from webapp.playground.attention import decode_step_attention
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp.core.feed import user_group
-from webapp.core.sockets import GroupSocket
+from webapp.live.feed import user_group
+from webapp.live.sockets import GroupSocket
 
 
 class NotifyConsumer(GroupSocket):

@@ -1,6 +1,6 @@
 """One lifecycle for the runs a worker computes from a queue (experiment runs, the lesson's training comparisons).
 
-A `RunTable` describes one table of runs (a `webapp.core.jobs.Run` model) once: its Celery task and queue, the
+A `RunTable` describes one table of runs (a `webapp.ops.jobs.Run` model) once: its Celery task and queue, the
 channel-layer group of each run, its noun. Its app's services call it for each step of a run's life:
 
 - queue: `queue_on_commit(run)` sends the task by name once the row is committed; `requeue(run)` takes a failed run
@@ -8,12 +8,12 @@ channel-layer group of each run, its noun. Its app's services call it for each s
 - place: `queue_place(run)`, where a queued run stands among every table's runs waiting on the same queue;
 - feed and status: `execute(run_id, compute)` runs it in the worker, with a `state` frame, throttled `progress`
   frames and `done` or `failed` to the run's group, its row saved as it goes; `state(run_id)` is the frame a
-  socket (webapp.core.run_socket.RunSocket) sends first;
+  socket (webapp.ops.run_socket.RunSocket) sends first;
 - resend: `resend_on_connect()` (in the app's tasks module) has every worker of the queue send the queued runs
   again whenever it connects: a Redis that restarts empty has lost their messages.
 
 A run is never cancelled. Training jobs (webapp/training/) share the status words and the row's fields
-(webapp.core.jobs.Job), the send on commit and the send again on connect; their lease, checkpoints, live feed and
+(webapp.ops.jobs.Job), the send on commit and the send again on connect; their lease, checkpoints, live feed and
 cancel are their own.
 """
 from __future__ import annotations
@@ -29,9 +29,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from webapp.celery import app
-from webapp.core.broker import on_every_connect, send_queued_again
-from webapp.core.feed import Feed, group_frame
-from webapp.core.jobs import JobStatus, Run
+from webapp.live.feed import Feed, group_frame
+from webapp.ops.broker import on_every_connect, send_queued_again
+from webapp.ops.jobs import JobStatus, Run
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 0.25  # at most four progress frames (and database writes) a second per run

@@ -12,7 +12,7 @@ YEAR = 315360000  # WhiteNoise's "forever" for a file whose name carries its has
 
 SERVED_AS_DEPLOYED = {
     "STORAGES": {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-                 "staticfiles": {"BACKEND": "webapp.core.storage.StaticStorage"}},
+                 "staticfiles": {"BACKEND": "webapp.ops.storage.StaticStorage"}},
     "WHITENOISE_USE_FINDERS": False,
     "WHITENOISE_AUTOREFRESH": False,
 }

@@ -2,7 +2,7 @@
 
 One background thread per web process runs the checks every REFRESH_S seconds while someone
 asks; /healthz answers from its latest report and never waits on a check, however many
-proxies poll at once. Workers are counted from what they publish (webapp/core/presence.py).
+proxies poll at once. Workers are counted from what they publish (webapp/ops/presence.py).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from celery import Celery
 from django.conf import settings
 from django.db import connection
 
-from webapp.core.presence import presence_client, workers_by_queue
+from webapp.ops.presence import presence_client, workers_by_queue
 from webapp.settings.env import redis_url_for_celery
 
 log = logging.getLogger(__name__)

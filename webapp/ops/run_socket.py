@@ -1,12 +1,12 @@
-"""The socket that watches one run of a `webapp.core.runs.RunTable`: its state on connect, then its frames live."""
+"""The socket that watches one run of a `webapp.ops.runs.RunTable`: its state on connect, then its frames live."""
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 from channels.db import database_sync_to_async
 
-from webapp.core.runs import RunTable
-from webapp.core.sockets import GroupSocket
+from webapp.live.sockets import GroupSocket
+from webapp.ops.runs import RunTable
 
 
 class RunSocket(GroupSocket):

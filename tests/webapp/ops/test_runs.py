@@ -1,4 +1,4 @@
-"""The run lifecycle the experiments and the lesson share (webapp.core.runs): each table's resend after a Redis
+"""The run lifecycle the experiments and the lesson share (webapp.ops.runs): each table's resend after a Redis
 restart is a worker step of its own, and sends again exactly its own queued runs, to its queue."""
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ import pytest
 import webapp.experiments.tasks  # noqa: F401  (each tasks module adds its table's resend step)
 import webapp.lesson.tasks  # noqa: F401
 from webapp.celery import app
-from webapp.core.runs import TABLES
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import RUN_TASK
 from webapp.experiments.services import RUNS as EXPERIMENT_RUNS
 from webapp.lesson.models import TrainingRun
 from webapp.lesson.services import RUNS as LESSON_RUNS
 from webapp.lesson.services import TRAIN_TASK
+from webapp.ops.runs import TABLES
 
 
 def test_every_table_of_runs_has_a_resend_step_of_its_own_on_its_queue():
     assert {table.model for table in TABLES} == {ExperimentRun, TrainingRun}
     steps = {step.name for step in app.steps["consumer"]}
     for table in TABLES:  # two tables on one queue: neither step may take the other's place
-        assert f"webapp.core.broker.on_connect.{table.queue}.{table.task}" in steps
+        assert f"webapp.ops.broker.on_connect.{table.queue}.{table.task}" in steps
 
 
 @pytest.mark.django_db

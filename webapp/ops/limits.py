@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from webapp.core.redis_client import redis_for
+from webapp.ops.redis_client import redis_for
 
 # KEYS: running set, per-minute set. ARGV: now, max running, max per minute, member, running entry's expiry.
 # Returns {0} (accepted), {1} (too many running) or {2, seconds until a slot frees} (rate).

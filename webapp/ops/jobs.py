@@ -1,6 +1,6 @@
 """What every table of jobs shares (training jobs, experiment runs, the lesson's training comparisons): one set of
 status words, so pages and sockets agree, and the fields and words of a job's row (abstract models: each app's table
-keeps its own columns and migrations). Their lifecycle on the queue is webapp.core.runs."""
+keeps its own columns and migrations). Their lifecycle on the queue is webapp.ops.runs."""
 from __future__ import annotations
 
 from django.conf import settings
@@ -42,7 +42,7 @@ class Job(models.Model):
 
 
 class Run(Job):
-    """A job that computes one result from its parameters and reports its progress (webapp.core.runs.RunTable).
+    """A job that computes one result from its parameters and reports its progress (webapp.ops.runs.RunTable).
 
     A run is never cancelled: it takes seconds, and it ends succeeded or failed.
     """

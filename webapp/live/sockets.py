@@ -17,7 +17,7 @@ from channels.utils import await_many_dispatch
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role
-from webapp.core.socket_guard import (
+from webapp.live.socket_guard import (
     POLICY_CLOSE,
     REVOKED_CLOSE,
     TOO_MANY_CLOSE,
@@ -246,7 +246,7 @@ class GroupSocket(JsonSocket):
 
     On connect it joins `group_name()` before reading `snapshot()`, since the pub/sub layer reaches only
     subscribers that already exist; no snapshot (nothing to watch) answers `not_found` and closes 4404.
-    Every `group.frame` message (webapp.core.feed.group_frame) goes to the browser as it is. A client
+    Every `group.frame` message (webapp.live.feed.group_frame) goes to the browser as it is. A client
     action that needs more than `minimum_role` names its role in `action_roles`; the handler checks it
     again with `permitted()` (a role can change while a socket is open).
     """

@@ -58,7 +58,7 @@ def account_group(user_id: int) -> str:
     return f"account.{user_id}"
 
 
-def session_group(session_key: str) -> str:
+def browser_session_group(session_key: str) -> str:
     """Every open socket of one signed-in browser session."""
     return f"session.{session_key}"
 
@@ -70,7 +70,7 @@ def sockets_close(*, user_id: int | None = None, session_key: str | None = None,
         return
     message = {"type": "rights.revoked", "reason": reason}
     groups = [account_group(user_id)] if user_id is not None else []
-    groups += [session_group(session_key)] if session_key else []
+    groups += [browser_session_group(session_key)] if session_key else []
 
     async def send() -> None:
         for group in groups:

@@ -23,8 +23,8 @@ from webapp.live.socket_guard import (
     TOO_MANY_CLOSE,
     FrameBudget,
     account_group,
+    browser_session_group,
     encodable,
-    session_group,
 )
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ class JsonSocket(AsyncWebsocketConsumer):
         session = self.scope.get("session")
         groups = [account_group(user.pk)]
         if session is not None and session.session_key:
-            groups.append(session_group(session.session_key))
+            groups.append(browser_session_group(session.session_key))
         for group in groups:
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups.append(group)  # Channels leaves self.groups when the socket disconnects

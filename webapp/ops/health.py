@@ -2,7 +2,7 @@
 
 One background thread per web process runs the checks every REFRESH_S seconds while someone
 asks; /healthz answers from its latest report and never waits on a check, however many
-proxies poll at once. Workers are counted from what they publish (webapp/ops/presence.py).
+proxies poll at once. Workers are counted from what they publish (webapp/ops/worker_presence.py).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from celery import Celery
 from django.conf import settings
 from django.db import connection
 
-from webapp.ops.presence import presence_client, workers_by_queue
+from webapp.ops.worker_presence import worker_presence_client, workers_by_queue
 from webapp.settings.env import redis_url_for_celery
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def control_app(redis_url: str) -> Celery:
 
 def health_report() -> tuple[bool, dict[str, Any]]:
     """(healthy, report), checked now: healthy when the database and Redis answer and each queue has a worker."""
-    client = presence_client()
+    client = worker_presence_client()
     try:
         report: dict[str, Any] = {"database": _check_database(), "redis": _check_redis(client)}
         workers: dict[str, list[str]] = {}

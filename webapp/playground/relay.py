@@ -10,7 +10,7 @@ is dropped.
 The relay also keeps each request's last sign of life: any frame of it, or the beat its worker
 sends every second for each request it holds (`alive`). A request that no worker took within
 PLAYGROUND_QUEUE_WAIT_S is refused with `no_worker`, and at once when no interactive worker is
-left alive (webapp/ops/presence.py knows a killed one within a second); one whose worker has
+left alive (webapp/ops/worker_presence.py knows a killed one within a second); one whose worker has
 been silent for PLAYGROUND_WORKER_LOST_S ends with `worker_lost` (the worker was killed or lost
 its machine).
 """
@@ -26,7 +26,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from webapp.live.loops import per_loop
-from webapp.ops.presence import queue_workers_up
+from webapp.ops.worker_presence import queue_workers_up
 
 log = logging.getLogger(__name__)
 

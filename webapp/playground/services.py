@@ -12,8 +12,8 @@ from django.conf import settings
 from webapp.accounts.roles import Role, has_role
 from webapp.celery import app
 from webapp.ops.limits import admit_script
-from webapp.ops.presence import queue_workers_up
 from webapp.ops.redis_client import app_redis
+from webapp.ops.worker_presence import queue_workers_up
 from webapp.playground import keys
 from webapp.playground.attention import View, attention_frame_of_packed
 from webapp.playground.protocol import DecodeRequest, Limits, ProtocolError, parse_decode
@@ -92,7 +92,7 @@ NO_WORKER = ProtocolError("no_worker", "no decoding worker is running right now;
 
 
 def interactive_workers_up() -> bool:
-    """Whether a live interactive worker is there (webapp/ops/presence.py), counted at most twice a second.
+    """Whether a live interactive worker is there (webapp/ops/worker_presence.py), counted at most twice a second.
 
     A worker killed outright drops out at once (its Redis connection closes with it); a frozen one
     when its key expires (15 s). The relay's watch catches the requests already queued (no_worker,

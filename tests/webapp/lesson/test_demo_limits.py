@@ -58,7 +58,7 @@ def test_a_student_waiting_on_a_demonstration_cannot_start_more_than_the_limit(
         client_as, student, django_user_model, zh_en, settings, redis_server, monkeypatch):
     """A busy worker (present, but answering nothing): the first request holds the student's only slot while it
     waits; a second one at once is refused with `rate_limited`, and another student is still admitted."""
-    from webapp.ops.presence import PREFIX, workers_publish
+    from webapp.ops.worker_presence import PREFIX, workers_publish
 
     settings.LESSON_DEMO_MAX_CONCURRENT = 1
     monkeypatch.setattr("webapp.lesson.services.DEMO_WAIT_S", 3.0)

@@ -13,12 +13,12 @@ from webapp.ops.redis_client import app_redis
 @pytest.fixture(autouse=True)
 def fresh_limits(redis_server):
     """Each test starts with no recorded requests and no cached model (ids and names repeat between tests)."""
-    from webapp.ops import presence
+    from webapp.ops import worker_presence
     from webapp.playground import services
     from webapp.playground.keys import PREFIX
 
     services._models.clear()  # model names repeat from test to test, with other folders
-    presence._read[0] = float("-inf")  # whether a worker is up is read afresh
+    worker_presence._read[0] = float("-inf")  # whether a worker is up is read afresh
     client = app_redis()
     stale = list(client.scan_iter(f"{PREFIX}:*"))
     if stale:
@@ -28,7 +28,7 @@ def fresh_limits(redis_server):
 @pytest.fixture
 def present_worker(redis_server):
     """An interactive worker's presence key, for tests of the queueing path that run no worker."""
-    from webapp.ops.presence import PREFIX, workers_publish
+    from webapp.ops.worker_presence import PREFIX, workers_publish
 
     client = app_redis()
     workers_publish(client, "present@test", ["interactive"])

@@ -167,7 +167,7 @@ def test_the_last_interactive_worker_killed_a_decode_is_refused_with_no_worker_w
 
 def test_a_frozen_interactive_worker_is_counted_gone_when_its_presence_expires(stack, tiny, student):
     """SIGSTOP keeps the worker's Redis connection open: it drops out by its key's expiry (TTL_S) instead."""
-    from webapp.ops.presence import TTL_S
+    from webapp.ops.worker_presence import TTL_S
 
     web = stack.web()
     worker = stack.worker()

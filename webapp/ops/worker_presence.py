@@ -36,15 +36,15 @@ TTL_S = 15  # a worker silent this long (frozen, cut off) counts as gone; a kill
 CONNECTION_PREFIX = "encdec-worker:"  # the name of each worker's presence connection
 
 
-def presence_client(redis_url: str | None = None) -> redis.Redis:
+def worker_presence_client(redis_url: str | None = None) -> redis.Redis:
     """A client with short timeouts: presence is never worth waiting for."""
     return redis.Redis.from_url(redis_url or settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
 
 
 @functools.lru_cache(maxsize=4)
-def shared_presence_client(redis_url: str) -> redis.Redis:
+def shared_worker_presence_client(redis_url: str) -> redis.Redis:
     """One presence client (a thread-safe pool, short timeouts) per Redis URL, for the web side's frequent reads."""
-    return presence_client(redis_url)
+    return worker_presence_client(redis_url)
 
 
 def connection_name(hostname: str) -> str:
@@ -98,7 +98,7 @@ def queue_workers_up(queue: str) -> bool:
     """Whether a live worker consumes `queue`, read at most every CACHE_S in this process (asked per request)."""
     now = time.monotonic()
     if now - _read[0] > CACHE_S:
-        _read[:] = [now, workers_by_queue(shared_presence_client(settings.REDIS_URL))]
+        _read[:] = [now, workers_by_queue(shared_worker_presence_client(settings.REDIS_URL))]
     return bool(_read[1].get(queue))
 
 
@@ -132,7 +132,7 @@ class Publisher:
         if self.client is not None:
             self.client.close()
         try:
-            workers_withdraw(presence_client(), self.hostname)
+            workers_withdraw(worker_presence_client(), self.hostname)
         except redis.RedisError:  # gone with Redis: the key expires on its own
             log.warning("could not withdraw %s's presence", self.hostname)
 

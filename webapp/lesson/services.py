@@ -21,6 +21,7 @@ from redis.exceptions import RedisError
 
 from webapp.celery import app
 from webapp.core.redact import without_paths
+from webapp.core.refusal import Refusal
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.ops.limits import admit_script
@@ -45,12 +46,11 @@ INT_PARAMS = ("layer", "head", "query", "norm")
 DEMO_MAX_CHARS = 60  # modelcore.lesson.demos.MAX_SENTENCE_CHARS, which the web process cannot import (no torch)
 
 
-class DemoRefused(Exception):
+class DemoRefused(Refusal):
     """A request the page answers with a message (bad input, unknown model, busy worker); nothing is stored."""
 
     def __init__(self, code: str, message: str, retry_after: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(code, message)
         self.retry_after = retry_after  # seconds until the same request may be admitted (limits)
 
 

@@ -38,14 +38,19 @@ class FrameBudget:
         return self.frames >= 0 and self.chars >= 0
 
 
+def is_text(value: str) -> bool:
+    """Encodable as UTF-8: JSON escapes can smuggle in a lone surrogate (\\ud800) that no tokenizer or socket takes."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def encodable(value: Any) -> bool:
-    """Every string in a parsed frame is UTF-8 text: JSON escapes can smuggle in a lone surrogate (\\ud800)."""
+    """Every string in a parsed frame is UTF-8 text (`is_text`)."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
+        return is_text(value)
     if isinstance(value, dict):
         return all(encodable(k) and encodable(v) for k, v in value.items())
     if isinstance(value, list):

@@ -14,6 +14,8 @@ from typing import Any
 import orjson
 
 from modelcore.decoding.params import DecodeError, DecodeParams
+from webapp.core.refusal import Refusal
+from webapp.live.socket_guard import is_text
 from webapp.playground.attention import MEAN, View
 
 MAX_PACE_MS = 5000
@@ -53,13 +55,8 @@ def state_text(request_id: str, texts: Iterable[str]) -> str:
     return f'{{"type": "state", "request_id": {orjson.dumps(request_id).decode()}, "frames": [{", ".join(texts)}]}}'
 
 
-class ProtocolError(ValueError):
+class ProtocolError(Refusal):
     """A frame the socket refuses; `code` goes into the error frame."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -209,15 +206,6 @@ def _shown(value: Any) -> str:
     """A number as an error message shows it: a 400-digit integer is cut, not echoed whole."""
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:20]}… ({len(text)} digits)"
-
-
-def is_text(value: str) -> bool:
-    """Encodable as UTF-8: JSON may smuggle in lone surrogates (\\ud800) that no tokenizer or socket takes."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def is_tag(value: object) -> bool:

@@ -185,7 +185,12 @@ class SessionRelay:
         # A hole seen here, or a run that ended before this relay held all of it (it began following mid-run and the
         # worker's answer to its resync never came: the resync reached the worker after the last step): its screens
         # waiting for the state get the worker's whole copy instead of waiting for ever.
-        if (lost or (final and not self.complete)) and self._on_gap is not None:
+        gap = (lost or (final and not self.complete)) and self._on_gap is not None
+        if gap or final:  # kept through the relay's stop: the last screen leaving must not cancel the transcript
+            await _unstoppable(self._settle(request_id, final, gap))
+
+    async def _settle(self, request_id: str, final: bool, gap: bool) -> None:
+        if gap:
             await self._on_gap(self, request_id, final)
         if final:
             await self._on_final(self, request_id)
@@ -253,6 +258,18 @@ class SessionRelay:
     async def _to_all(self, text: str) -> None:
         for socket in list(self.sockets):
             await _safe_send(socket, text)
+
+
+_settling: set[asyncio.Task[None]] = set()  # repairs and transcripts under way, held until they end
+
+
+async def _unstoppable(work: Any) -> None:
+    """Await `work` in a task of its own that a cancelled pump (the relay stopping as its last socket leaves, right
+    after a run's `done` reached it) does not cancel: the run's transcript is still kept and its hole still repaired."""
+    task = asyncio.ensure_future(work)
+    _settling.add(task)
+    task.add_done_callback(_settling.discard)
+    await asyncio.shield(task)
 
 
 async def _safe_send(socket: Any, text: str) -> None:

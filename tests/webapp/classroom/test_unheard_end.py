@@ -97,3 +97,26 @@ async def test_a_run_that_ends_before_a_mid_run_relay_holds_all_of_it_answers_it
     late = Screen()  # a screen joining now gets the whole run from this process at once
     await late.send(relay.state_text())
     assert late.frames[0]["frames"] == frames
+
+
+async def test_the_last_screen_leaving_right_after_done_does_not_cancel_keeping_the_run():
+    """The relay stops (its pump cancelled) when its last socket leaves, which a class does as soon as `done` shows
+    on its screens: the run's transcript, being kept at that moment, is still kept (seen once in a full test run: a
+    Redis-outage run whose three screens had all 60 steps left an empty history)."""
+    import asyncio
+
+    from webapp.classroom.relay import SessionRelay
+
+    kept: list[str] = []
+
+    async def keep_slowly(relay: SessionRelay, request_id: str) -> None:
+        await asyncio.sleep(0.3)  # the worker's copy and the database write take a moment
+        kept.append(request_id)
+
+    relay = SessionRelay("CODE", on_final=keep_slowly)
+    relay.request_id, relay.complete = "run-left", True
+    pump = asyncio.ensure_future(relay._frame("run-left", True, orjson.dumps({"type": "done", "steps": 0}).decode()))
+    await asyncio.sleep(0.05)
+    pump.cancel()  # the relay's stop
+    await asyncio.sleep(0.5)
+    assert pump.cancelled() and kept == ["run-left"]

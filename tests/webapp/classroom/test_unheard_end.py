@@ -5,29 +5,16 @@ rolling-restart test: a screen's whole run replaced by that error)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import orjson
 import pytest
 from channels.db import database_sync_to_async
 
+from tests.fixtures.session_relay import Screen
+
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 RUN = "run-unheard"
-
-
-class Screen:
-    drives = False
-    user_id = 0
-
-    def __init__(self) -> None:
-        self.frames: list[dict[str, Any]] = []
-
-    async def send(self, text_data: str) -> None:
-        self.frames.append(orjson.loads(text_data))
-
-    async def classroom_event(self, message: dict[str, Any]) -> None:
-        pass
 
 
 async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_workers_copy_not_lost(session, settings):
@@ -94,9 +81,7 @@ async def test_a_run_that_ends_before_a_mid_run_relay_holds_all_of_it_answers_it
     assert len(states) == 1, [f["type"] for f in screen.frames]
     assert states[0]["frames"] == frames  # every step, from the worker's copy
     assert not relay.waiting and relay.complete
-    late = Screen()  # a screen joining now gets the whole run from this process at once
-    await late.send(relay.state_text())
-    assert late.frames[0]["frames"] == frames
+    assert orjson.loads(relay.state_text())["frames"] == frames  # a screen joining now gets the whole run at once
 
 
 async def test_the_last_screen_leaving_right_after_done_does_not_cancel_keeping_the_run():

@@ -33,3 +33,11 @@ def role_of(user: Any) -> Role:
 def has_role(user: Any, minimum: Role) -> bool:
     """True when the user's role is at least `minimum`."""
     return _RANK[role_of(user)] >= _RANK[minimum]
+
+
+def user_now(user_id: Any) -> Any:
+    """The user as the database has it now (None when deleted or deactivated): a socket's rights are read again
+    from it at each privileged action, since a role can change while the socket is open."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.filter(pk=user_id, is_active=True).first()

@@ -27,7 +27,7 @@ from webapp.classroom.relay import SessionRelay, event_message, relay_target, re
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
 from webapp.classroom.watch import watch_queued, watch_run
 from webapp.live.loops import per_loop
-from webapp.playground.handoff import handoff
+from webapp.playground.handoff import job_send
 from webapp.playground.protocol import ProtocolError, parse_view_fields
 from webapp.playground.services import (
     attention_view,
@@ -188,11 +188,7 @@ async def console_run(socket: Caller, session: LiveSession, frame: dict[str, Any
                                                   "pace_ms": request.pace_ms},
              "request_id": job["request_id"], "running": True, "tokens": [], "driver": socket.user_id}
     await _db(stored.run_begin)(session, model_name, state, job["request_id"])
-    try:
-        refusal = await handoff().send(job)
-    except Exception:
-        log.exception("could not queue the classroom decode %s", job["request_id"])
-        refusal = ProtocolError("unavailable", "the decoding service cannot be reached; try again in a moment")
+    refusal = await job_send(job)
     if refusal is not None:
         await _db(services.session_state_update)(session=session, running=False)
         raise ClassroomError(refusal.code, refusal.message)

@@ -16,8 +16,10 @@ from webapp.classroom.codes import new_code, normalize_code
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import VIEWS, LiveSession, Participant, SessionState
 from webapp.classroom.questions import questions_close
+from webapp.playground.attention import MEAN
+from webapp.playground.protocol import ProtocolError, parse_view_fields
 from webapp.playground.services import playground_models
-from webapp.registry.models import TrainedModel
+from webapp.registry.models import TrainedModel, unknown_model_text
 
 __all__ = ["ClassroomError"]
 
@@ -44,7 +46,7 @@ def session_create(*, instructor: Any, title: str, model_name: str) -> LiveSessi
     """A new live session with a fresh join code (ClassroomError when the model is not the instructor's to use, or
     `too_many_sessions` when the instructor already has CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR live ones)."""
     if not model_allowed(instructor, model_name):
-        raise ClassroomError("unknown_model", f"no model named {model_name[:80]!r} is available to you")
+        raise ClassroomError("unknown_model", unknown_model_text(model_name))
     sessions_end_idle(LiveSession.objects.filter(instructor=instructor))  # an idle one frees its slot
     limit = settings.CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR
     if LiveSession.objects.filter(instructor=instructor, ended__isnull=True).count() >= limit:
@@ -214,22 +216,19 @@ def session_state_update(*, session: LiveSession, **changes: Any) -> SessionStat
 
 
 def parse_views(frame: dict[str, Any], n_layers: int | None) -> dict[str, Any]:
-    """A console's `views` frame: which views the students see, and which layers and head the attention shows."""
+    """A console's `views` frame: which views the students see, and which layers and head the attention shows
+    (read as the playground reads a decode's view, then held to the running model's decoder layers)."""
     views = frame.get("views")
     if not isinstance(views, list) or not all(isinstance(v, str) and v in VIEWS for v in views):
         raise ClassroomError("bad_params", f"views must be a list of: {', '.join(VIEWS)}")
-    chosen: dict[str, Any] = {"views": list(dict.fromkeys(views))}
-    for name in ("layer", "encoder_layer"):
-        index = frame.get(name)
-        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 256
-                                  or (name == "layer" and n_layers is not None and index >= n_layers)):
-            raise ClassroomError("bad_params", f"{name} must be a layer's index, from 0")
-        chosen[name] = index
-    head = frame.get("head", "mean")
-    if head != "mean" and (isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < 256):
-        raise ClassroomError("bad_params", "head must be a head's index, from 0, or \"mean\"")
-    chosen["head"] = head
-    return chosen
+    try:
+        view = parse_view_fields(frame)
+    except ProtocolError as error:
+        raise ClassroomError(error.code, error.message) from error
+    if view.layer is not None and n_layers is not None and view.layer >= n_layers:
+        raise ClassroomError("bad_params", "layer must be a layer's index, from 0")
+    return {"views": list(dict.fromkeys(views)), "layer": view.layer, "encoder_layer": view.encoder_layer,
+            "head": MEAN if view.head is None else view.head}
 
 
 def qr_svg(url: str) -> str:
@@ -241,5 +240,5 @@ def session_model_fields(*, user: Any, name: str) -> dict[str, Any]:
     """The registry entry a session decodes with, as a playground job carries it (the instructor may use it)."""
     model = next((m for m in session_models(user) if m.name == name), None)
     if model is None:
-        raise ClassroomError("unknown_model", f"no model named {name[:80]!r} is available to you")
-    return {"name": model.name, "path": str(model.folder), "hash": model.checkpoint_hash}
+        raise ClassroomError("unknown_model", unknown_model_text(name))
+    return model.job_fields()

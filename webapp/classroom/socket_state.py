@@ -11,6 +11,7 @@ import orjson
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
+from webapp.accounts.roles import user_now
 from webapp.classroom import history, questions, services
 from webapp.classroom.models import LiveSession, Question, Run
 from webapp.classroom.relay import SessionRelay
@@ -25,9 +26,7 @@ SAVED_TTL_S = 3600
 
 
 def drives_now(user_id: int, session: LiveSession) -> bool:
-    from django.contrib.auth import get_user_model
-
-    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    user = user_now(user_id)
     return user is not None and services.can_drive(user, session)
 
 

@@ -106,8 +106,7 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
         DemoResult.objects.filter(pk=stored.pk).update(used_at=timezone.now())
         return DemoAnswer(stored.result, cached=True)
     _require_a_worker()
-    job = {"kind": kind, "params": params, "model": {"name": model.name, "path": str(model.folder),
-                                                     "hash": model.checkpoint_hash}}
+    job = {"kind": kind, "params": params, "model": model.job_fields()}
     with _demo_slot(user.pk):
         pending = app.send_task(DEMO_TASK, args=[job], queue=DEMO_QUEUE, expires=DEMO_WAIT_S)
         try:

@@ -16,7 +16,7 @@ from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
 from django.conf import settings
 
-from webapp.accounts.roles import Role, has_role
+from webapp.accounts.roles import Role, has_role, user_now
 from webapp.live.socket_guard import (
     POLICY_CLOSE,
     REVOKED_CLOSE,
@@ -295,7 +295,5 @@ class GroupSocket(JsonSocket):
 
 def _holds_now(user: Any, role: Role) -> bool:
     """The user's role as the database has it now, not as it was when the socket opened."""
-    from django.contrib.auth import get_user_model
-
-    fresh = get_user_model().objects.filter(pk=user.pk, is_active=True).first()
+    fresh = user_now(user.pk)
     return fresh is not None and has_role(fresh, role)

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from webapp.live.sockets import JsonSocket
-from webapp.playground.handoff import handoff
+from webapp.playground.handoff import job_send
 from webapp.playground.protocol import LOST_MESSAGES, ProtocolError, is_tag, parse_target, parse_view
 from webapp.playground.relay import relay
 from webapp.playground.services import (
@@ -71,11 +71,7 @@ class DecodeConsumer(JsonSocket):
         self.running[job["request_id"]] = job["step_mode"]
         self.tags[job["request_id"]] = _tag_of(frame)
         relay().watch(self, job["request_id"])
-        try:
-            refusal = await handoff().send(job)
-        except Exception:
-            log.exception("could not queue decode %s", job["request_id"])
-            refusal = ProtocolError("unavailable", "the decoding service cannot be reached; try again in a moment")
+        refusal = await job_send(job)
         if refusal is not None:
             self._ended(job["request_id"])
             relay().forget(job["request_id"])

@@ -11,6 +11,7 @@ leaves in a few messages.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -18,6 +19,8 @@ from asgiref.sync import sync_to_async
 from webapp.live.loops import per_loop
 from webapp.playground.protocol import ProtocolError
 from webapp.playground.services import decode_queue
+
+log = logging.getLogger(__name__)
 
 MAX_JOBS_PER_MESSAGE = 64
 
@@ -58,3 +61,13 @@ class Handoff:
 
 
 handoff = per_loop(Handoff)  # the running event loop's hand-off
+
+
+async def job_send(job: dict[str, Any]) -> ProtocolError | None:
+    """Queue a decode job through this loop's hand-off: None when queued, else the refusal a client gets (its
+    limits', or `unavailable` when Redis or the broker cannot be reached)."""
+    try:
+        return await handoff().send(job)
+    except Exception:
+        log.exception("could not queue decode %s", job["request_id"])
+        return ProtocolError("unavailable", "the decoding service cannot be reached; try again in a moment")

@@ -17,7 +17,7 @@ from webapp.ops.worker_presence import queue_workers_up
 from webapp.playground import keys
 from webapp.playground.attention import View, attention_frame_of_packed
 from webapp.playground.protocol import DecodeRequest, Limits, ProtocolError, parse_decode
-from webapp.registry.models import TrainedModel
+from webapp.registry.models import TrainedModel, unknown_model_text
 from webapp.registry.services import models_visible_to
 
 DECODE_TASK = "webapp.playground.decode"  # webapp.playground.tasks.decode, on the interactive queue
@@ -131,12 +131,12 @@ def model_for(user: Any, name: str) -> dict[str, Any]:
         model = TrainedModel.objects.filter(name=name).first()
         if model is None:
             _models.pop(name, None)
-            raise ProtocolError("unknown_model", f"no model named {name[:80]!r} is available to you")
-        fields = {"name": model.name, "path": str(model.folder), "hash": model.checkpoint_hash}
+            raise ProtocolError("unknown_model", unknown_model_text(name))
+        fields = model.job_fields()
         cached = _models[name] = (time.monotonic(), fields, model.published)
     _, fields, published = cached
     if not published and not has_role(user, Role.ADMIN):  # as registry.models_visible_to decides
-        raise ProtocolError("unknown_model", f"no model named {name[:80]!r} is available to you")
+        raise ProtocolError("unknown_model", unknown_model_text(name))
     return fields
 
 

@@ -8,6 +8,11 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 
+def unknown_model_text(name: str) -> str:
+    """What a user who named a model they cannot use is told (a decode's or a session's `unknown_model`)."""
+    return f"no model named {name[:80]!r} is available to you"
+
+
 class TrainedModel(models.Model):
     """A model folder (config.json, model.safetensors, tokenizer.json, metrics.json) and what we know of it."""
 
@@ -38,6 +43,10 @@ class TrainedModel(models.Model):
     def folder(self) -> Path:
         path = Path(self.path)
         return path if path.is_absolute() else Path(settings.MODEL_STORE) / path
+
+    def job_fields(self) -> dict[str, str]:
+        """The model as a worker's job carries it (a decode, a lesson demonstration): name, folder, hash."""
+        return {"name": self.name, "path": str(self.folder), "hash": self.checkpoint_hash}
 
     @property
     def headline_metrics(self) -> dict[str, float]:

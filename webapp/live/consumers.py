@@ -7,7 +7,7 @@ from webapp.live.feed import user_group
 from webapp.live.sockets import GroupSocket
 
 
-class NotifyConsumer(GroupSocket):
+class NotifySocket(GroupSocket):
     """Every open tab of one user; the snapshot is a greeting (there is always a user to notify)."""
 
     frame_types = ("ping",)

@@ -30,7 +30,7 @@ from webapp.playground.services import (
 
 log = logging.getLogger(__name__)
 
-class DecodeConsumer(JsonSocket):
+class DecodeSocket(JsonSocket):
     """Frames: decode, cancel, step, resync, view. Worker frames arrive through the web process's relay."""
 
     frame_types = ("decode", "cancel", "step", "resync", "view")

@@ -26,7 +26,7 @@ def _cancel(job_id: int) -> bool:
     return job is not None
 
 
-class TrainingJobConsumer(GroupSocket):
+class TrainingJobSocket(GroupSocket):
     minimum_role = Role.ADMIN
     frame_types = ("cancel",)
     action_roles = {"cancel": Role.ADMIN}

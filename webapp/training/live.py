@@ -25,7 +25,7 @@ def owner_payload(*, owner_id: int | None, job_id: int, status: str, **extra: An
 
 
 def owner_frame(payload: dict[str, Any]) -> dict[str, Any]:
-    """The group message for the owner's NotifyConsumer tabs."""
+    """The group message for the owner's NotifySocket tabs."""
     return group_frame({"type": "training", **payload})
 
 

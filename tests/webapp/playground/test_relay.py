@@ -11,7 +11,7 @@ from webapp.playground.relay import relay
 
 
 class Socket:
-    """Receives frames the way DecodeConsumer.playground_frame does, and keeps them."""
+    """Receives frames the way DecodeSocket.playground_frame does, and keeps them."""
 
     def __init__(self, channel_name: str, fail: bool = False) -> None:
         self.channel_name, self.fail = channel_name, fail

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 ONE_TERM = {"分散程度": ["离散度"], "滑动平均": ["移动平均"], "防止梯度消失": ["保持活力"]}
 STILTED = ["带走了多远", "读不懂", "无法回答这个请求", "同样多个向量"]
 CHINESE_TEXTS = ["locale/zh_Hans/LC_MESSAGES/django.po", "webapp/lesson/locale/zh_Hans/LC_MESSAGES/django.po",
-                 "docs/experiments.zh.md", "webapp/lesson/content.py", *map(str, Path(ROOT).glob("webapp/lesson/templates/lesson/zh/*.html"))]
+                 "docs/experiments.zh.md", "webapp/lesson/content.py", *map(str, Path(ROOT).glob("templates/lesson/zh/*.html"))]
 
 
 def chinese_of(path: str) -> str:

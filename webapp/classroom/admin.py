@@ -8,27 +8,27 @@ from webapp.classroom.models import Answer, LiveSession, Participant, Question, 
 class ParticipantInline(admin.TabularInline):
     model = Participant
     extra = 0
-    readonly_fields = ("joined", "last_seen")
+    readonly_fields = ("joined_at", "last_seen_at")
 
 
 @admin.register(LiveSession)
 class LiveSessionAdmin(admin.ModelAdmin):
-    list_display = ("title", "code", "instructor", "model_name", "created", "ended")
+    list_display = ("title", "code", "instructor", "model_name", "created_at", "ended_at")
     search_fields = ("title", "code", "instructor__username")
     inlines = [ParticipantInline]
 
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
-    list_display = ("session", "kind", "seq", "status", "answer", "created")
+    list_display = ("session", "kind", "seq", "status", "answer", "created_at")
     list_filter = ("kind", "status")
 
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
-    list_display = ("question", "participant", "choice", "correct", "at")
+    list_display = ("question", "participant", "choice", "correct", "answered_at")
 
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("session", "request_id", "source", "text", "reason", "started")
+    list_display = ("session", "request_id", "source", "text", "reason", "started_at")

@@ -30,8 +30,8 @@ def run_finished(*, request_id: str, frames: list[dict[str, Any]], reason: str |
     run.frames = frames
     run.text = str(final.get("text", ""))[:10_000]
     run.reason = str(reason or final.get("reason") or final.get("code") or "")[:32]
-    run.ended = timezone.now()
-    run.save(update_fields=["frames", "text", "reason", "ended"])
+    run.ended_at = timezone.now()
+    run.save(update_fields=["frames", "text", "reason", "ended_at"])
     tokens = [f.get("token") for f in frames if f.get("type") == "token"]
     session = run.session
     if session.run_state.request_id == request_id:
@@ -66,7 +66,7 @@ def run_keep_workers_copy(request_id: str, *, wait_s: float = 0.0, reason: str |
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
-    if not Run.objects.filter(request_id=request_id, ended__isnull=True).exists():
+    if not Run.objects.filter(request_id=request_id, ended_at__isnull=True).exists():
         return False  # a socket kept it meanwhile
     frames = json.loads(text).get("frames", [])
     cancelled = bool(frames) and frames[-1].get("reason") == "cancelled"
@@ -101,7 +101,7 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
     runs = list(session.runs.all())
     current = session.run_state.running_request if session.live else None
     for run in runs:  # a run that ended unkept (its screens had all gone): its worker's copy, while it lasts
-        if run.ended is None and run.request_id != current and run_keep_workers_copy(run.request_id):
+        if run.ended_at is None and run.request_id != current and run_keep_workers_copy(run.request_id):
             run.refresh_from_db()
     held = open_question(session)
     if held is not None and held.seq is not None and held.kind != Question.CHOICE:
@@ -133,12 +133,12 @@ def answers_csv(session: LiveSession) -> str:
     writer = csv.writer(out)
     writer.writerow(["question", "kind", "prompt", "step", "student", "answer", "correct", "model_answer", "answered_at"])
     answers = (Answer.objects.filter(question__session=session)
-               .select_related("question", "participant__user").order_by("question__created", "at"))
+               .select_related("question", "participant__user").order_by("question__created_at", "answered_at"))
     for a in answers:
         q = a.question
         writer.writerow([_safe_cell(cell) for cell in (
             q.pk, q.kind, q.prompt, "" if q.seq is None else q.seq, a.participant.user.get_username(), a.choice,
-            "" if a.correct is None else int(a.correct), q.answer, a.at.isoformat())])
+            "" if a.correct is None else int(a.correct), q.answer, a.answered_at.isoformat())])
     return out.getvalue()
 
 
@@ -154,4 +154,4 @@ def _safe_cell(value: object) -> str:
 
 def run_frames(request_id: str) -> list[dict[str, Any]] | None:
     run = Run.objects.filter(request_id=request_id).first()
-    return run.frames if run is not None and run.ended is not None else None
+    return run.frames if run is not None and run.ended_at is not None else None

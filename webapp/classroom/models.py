@@ -72,17 +72,17 @@ class LiveSession(models.Model):
     model_name = models.CharField(max_length=80, help_text="The registry model the session decodes with.")
     code = models.CharField(max_length=12, unique=True)
     state = models.JSONField(default=default_state, help_text="Source, parameters, views, current request, tokens.")
-    created = models.DateTimeField(auto_now_add=True)
-    started = models.DateTimeField(null=True, blank=True)
-    ended = models.DateTimeField(null=True, blank=True)
-    last_active = models.DateTimeField(default=timezone.now, db_index=True,
-                                       help_text="The last time it was driven or joined; idle too long, it ends.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    last_active_at = models.DateTimeField(default=timezone.now, db_index=True,
+                                          help_text="The last time it was driven or joined; idle too long, it ends.")
     end_reason = models.CharField(max_length=16, blank=True, help_text="Why it ended: instructor or idle.")
 
     ENDED_BY_INSTRUCTOR, ENDED_IDLE = "instructor", "idle"
 
     class Meta:
-        ordering = ["-created"]
+        ordering = ["-created_at"]
         verbose_name = _("live session")
         verbose_name_plural = _("live sessions")
 
@@ -91,7 +91,7 @@ class LiveSession(models.Model):
 
     @property
     def live(self) -> bool:
-        return self.ended is None
+        return self.ended_at is None
 
     @property
     def run_state(self) -> SessionState:
@@ -102,13 +102,13 @@ class LiveSession(models.Model):
 class Participant(models.Model):
     session = models.ForeignKey(LiveSession, on_delete=models.CASCADE, related_name="participants")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="classroom_seats")
-    joined = models.DateTimeField(auto_now_add=True)
-    last_seen = models.DateTimeField(auto_now=True)
+    joined_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(auto_now=True)
     present = models.BooleanField(default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "user"], name="one_seat_per_user")]
-        ordering = ["joined"]
+        ordering = ["joined_at"]
         verbose_name = _("participant")
         verbose_name_plural = _("participants")
 
@@ -135,11 +135,11 @@ class Question(models.Model):
     head = models.CharField(max_length=8, default="mean")
     status = models.CharField(max_length=10, default=OPEN)
     answer = models.CharField(max_length=200, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    revealed = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revealed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["created"]
+        ordering = ["created_at"]
         verbose_name = _("question")
         verbose_name_plural = _("questions")
 
@@ -149,7 +149,7 @@ class Answer(models.Model):
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="answers")
     choice = models.CharField(max_length=200)
     correct = models.BooleanField(null=True)
-    at = models.DateTimeField(default=timezone.now, help_text="When the student answered (not when the question closed).")
+    answered_at = models.DateTimeField(default=timezone.now, help_text="When the student answered (not when the question closed).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "participant"], name="one_answer_each")]
@@ -167,10 +167,10 @@ class Run(models.Model):
     frames = models.JSONField(default=list)
     text = models.TextField(blank=True)
     reason = models.CharField(max_length=32, blank=True)
-    started = models.DateTimeField(auto_now_add=True)
-    ended = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["started"]
+        ordering = ["started_at"]
         verbose_name = _("run")
         verbose_name_plural = _("runs")

@@ -36,7 +36,7 @@ def _count(code: str, user_id: int, delta: int) -> int:
 
 
 def _mark(code: str, user_id: int, present: bool) -> None:
-    Participant.objects.filter(session__code=code, user_id=user_id).update(present=present, last_seen=timezone.now())
+    Participant.objects.filter(session__code=code, user_id=user_id).update(present=present, last_seen_at=timezone.now())
 
 
 def presence_list(code: str) -> dict[str, Any]:

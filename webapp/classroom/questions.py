@@ -86,7 +86,7 @@ def questions_close(*, session: LiveSession) -> int:
 
 
 def open_question(session: LiveSession) -> Question | None:
-    return session.questions.filter(status=Question.OPEN).order_by("-created").first()
+    return session.questions.filter(status=Question.OPEN).order_by("-created_at").first()
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def answers_persist(question: Question, taken: dict[int, tuple[str, Any]]) -> No
                  .values_list("user_id", "pk"))
     now = timezone.now()
     Answer.objects.bulk_create(
-        [Answer(question=question, participant_id=seats[user], choice=choice, at=at or now)
+        [Answer(question=question, participant_id=seats[user], choice=choice, answered_at=at or now)
          for user, (choice, at) in taken.items() if user in seats], ignore_conflicts=True)
 
 
@@ -208,8 +208,8 @@ def question_reveal(*, question: Question, answer: str) -> dict[int, tuple[bool,
     with transaction.atomic():
         question.status = Question.REVEALED
         question.answer = answer
-        question.revealed = timezone.now()
-        question.save(update_fields=["status", "answer", "revealed"])
+        question.revealed_at = timezone.now()
+        question.save(update_fields=["status", "answer", "revealed_at"])
         question.answers.update(correct=False)
         question.answers.filter(choice=answer).update(correct=True)
         if question.kind == Question.NEXT_TOKEN:  # typed answers: case and spaces do not count against a student

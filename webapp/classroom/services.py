@@ -24,7 +24,7 @@ from webapp.registry.models import TrainedModel, unknown_model_text
 __all__ = ["ClassroomError"]
 
 log = logging.getLogger(__name__)
-TOUCH_EVERY_S = 60  # a session's last_active is written at most once a minute
+TOUCH_EVERY_S = 60  # a session's last_active_at is written at most once a minute
 
 
 # -- sessions ------------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ def session_create(*, instructor: Any, title: str, model_name: str) -> LiveSessi
         raise ClassroomError("unknown_model", unknown_model_text(model_name))
     sessions_end_idle(LiveSession.objects.filter(instructor=instructor))  # an idle one frees its slot
     limit = settings.CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR
-    if LiveSession.objects.filter(instructor=instructor, ended__isnull=True).count() >= limit:
+    if LiveSession.objects.filter(instructor=instructor, ended_at__isnull=True).count() >= limit:
         raise ClassroomError("too_many_sessions", f"you have {limit} live sessions, the most one may have: end one first")
     for _ in range(20):
         try:
@@ -79,14 +79,14 @@ def idle_since() -> Any:
 def session_touch(session: LiveSession) -> None:
     """Note activity (the console opened or drove it, a student joined); one write a minute at most."""
     now = timezone.now()
-    if session.last_active is None or now - session.last_active >= timedelta(seconds=TOUCH_EVERY_S):
-        LiveSession.objects.filter(pk=session.pk, ended__isnull=True).update(last_active=now)
-        session.last_active = now
+    if session.last_active_at is None or now - session.last_active_at >= timedelta(seconds=TOUCH_EVERY_S):
+        LiveSession.objects.filter(pk=session.pk, ended_at__isnull=True).update(last_active_at=now)
+        session.last_active_at = now
 
 
 def session_end_if_idle(session: LiveSession) -> bool:
     """End a live session without activity for CLASSROOM_IDLE_HOURS (its screens are told); True when it ended."""
-    if not session.live or session.last_active >= idle_since():
+    if not session.live or session.last_active_at >= idle_since():
         return False
     session_end(session=session, reason=LiveSession.ENDED_IDLE)
     from webapp.classroom.relay import event_message, session_group
@@ -99,7 +99,7 @@ def session_end_if_idle(session: LiveSession) -> bool:
 def sessions_end_idle(sessions: Any = None) -> int:
     """End every idle live session (of a queryset, or all); `manage.py classroom_end_idle` runs it for all."""
     query = sessions if sessions is not None else LiveSession.objects.all()
-    return sum(session_end_if_idle(s) for s in query.filter(ended__isnull=True, last_active__lt=idle_since()))
+    return sum(session_end_if_idle(s) for s in query.filter(ended_at__isnull=True, last_active_at__lt=idle_since()))
 
 
 # -- join codes tried: a throttle on wrong codes per user and per client address ----------------------------
@@ -184,10 +184,10 @@ def session_join(*, user: Any, session: LiveSession) -> Participant | None:
 
 
 def session_end(*, session: LiveSession, reason: str = LiveSession.ENDED_BY_INSTRUCTOR) -> LiveSession:
-    if session.ended is None:
-        session.ended = timezone.now()
+    if session.ended_at is None:
+        session.ended_at = timezone.now()
         session.end_reason = reason
-        session.save(update_fields=["ended", "end_reason"])
+        session.save(update_fields=["ended_at", "end_reason"])
         Participant.objects.filter(session=session).update(present=False)
         questions_close(session=session)
     return session
@@ -206,11 +206,11 @@ def session_state_update(*, session: LiveSession, **changes: Any) -> SessionStat
     state = session.run_state.changed(**changes)
     session.state = state.to_json()
     fields = ["state"]
-    if session.started is None and changes.get("request_id"):
-        session.started = timezone.now()
-        fields.append("started")
-    session.last_active = timezone.now()  # the instructor drove it
-    fields.append("last_active")
+    if session.started_at is None and changes.get("request_id"):
+        session.started_at = timezone.now()
+        fields.append("started_at")
+    session.last_active_at = timezone.now()  # the instructor drove it
+    fields.append("last_active_at")
     session.save(update_fields=fields)
     return state
 

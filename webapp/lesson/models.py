@@ -12,8 +12,8 @@ class PageProgress(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lesson_progress")
     page = models.CharField(max_length=20)
-    first_visit = models.DateTimeField(auto_now_add=True)
-    last_visit = models.DateTimeField(auto_now=True)
+    first_visit_at = models.DateTimeField(auto_now_add=True)
+    last_visit_at = models.DateTimeField(auto_now=True)
     exercises = models.JSONField(default=list, help_text="Ids of the exercises whose answer the student revealed.")
     visited = models.BooleanField(default=True, help_text="The student opened the page (a reveal alone is no visit).")
 

@@ -253,7 +253,7 @@ def progress_visit(*, user: Any, page: str) -> None:
     progress, created = PageProgress.objects.get_or_create(user=user, page=page)
     if not created:
         progress.visited = True  # a row a reveal made (POST /lesson/exercises/<id>/reveal/) becomes a visit now
-        progress.save(update_fields=["last_visit", "visited"])
+        progress.save(update_fields=["last_visit_at", "visited"])
 
 
 def progress_revealed(*, user: Any, page: str) -> list[str]:

@@ -24,7 +24,7 @@ def session(instructor, tiny_published):
 def _idle(session, hours: float) -> None:
     from webapp.classroom.models import LiveSession
 
-    LiveSession.objects.filter(pk=session.pk).update(last_active=timezone.now() - timedelta(hours=hours))
+    LiveSession.objects.filter(pk=session.pk).update(last_active_at=timezone.now() - timedelta(hours=hours))
 
 
 def test_a_session_without_activity_ends_and_tells_its_students_why(client_as, session, student, settings):
@@ -58,7 +58,7 @@ def test_an_instructor_has_at_most_the_cap_of_live_sessions_and_an_idle_one_free
     _idle(LiveSession.objects.get(title="class 0"), settings.CLASSROOM_IDLE_HOURS + 1)
     assert client.post("/classroom/new/", {"title": "one more", "model": "tiny"}).status_code == 302
     assert LiveSession.objects.get(title="class 0").end_reason == "idle"
-    assert LiveSession.objects.filter(instructor=instructor, ended__isnull=True).count() == 3
+    assert LiveSession.objects.filter(instructor=instructor, ended_at__isnull=True).count() == 3
 
 
 def test_an_instructor_sees_the_cap_in_chinese(client_as, instructor, tiny_published, settings):  # noqa: F811
@@ -157,4 +157,4 @@ def test_the_sweep_command_ends_every_idle_session_and_leaves_the_active_ones(se
     call_command("classroom_end_idle", stdout=out)
     assert out.getvalue().startswith("1 live session(s)")
     assert LiveSession.objects.get(pk=session.pk).end_reason == "idle"
-    assert LiveSession.objects.get(pk=busy.pk).ended is None
+    assert LiveSession.objects.get(pk=busy.pk).ended_at is None

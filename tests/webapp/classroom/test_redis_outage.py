@@ -92,7 +92,7 @@ def test_a_redis_outage_mid_run_leaves_no_screen_and_no_history_with_a_silent_ho
                 assert last["type"] == "error" and last["code"] in ("steps_lost", "worker_lost"), (last, seqs)
         for _ in range(100):  # the web process keeps the transcript just after `done`
             kept = session.runs.get()
-            if kept.ended is not None:
+            if kept.ended_at is not None:
                 break
             time.sleep(0.1)
         kept = kept.frames

@@ -83,7 +83,7 @@ def test_ending_cancels_a_step_by_step_run_and_its_history_keeps_every_token(cli
     assert ended.redirect_chain[-1][0] == f"/classroom/{session.code}/history/"
     assert app_redis().get(keys.cancel_key(request_id)) is not None, "the worker is told to stop the decode"
     run = Run.objects.get(request_id=request_id)
-    assert run.ended is not None and run.text == "we see my" and run.reason == "session_ended"
+    assert run.ended_at is not None and run.text == "we see my" and run.reason == "session_ended"
     html = ended.content.decode()
     assert run_tokens(html) == [["0: we", "1: see", "2: my"]]  # each its own item, never "0: we1: see"
     assert "stopped by the end of the session" in html
@@ -184,7 +184,7 @@ def test_the_screens_are_told_who_ended_the_session(client_as, session, instruct
     with mock.patch("webapp.live.feed.publish", side_effect=sent.extend):
         client_as(instructor).post(f"/classroom/{session.code}/end/")
         idle = LiveSession.objects.create(instructor=instructor, title="Idle", model_name="tiny", code="IDLE2345",
-                                          last_active=services.idle_since() - timedelta(minutes=1))
+                                          last_active_at=services.idle_since() - timedelta(minutes=1))
         assert services.session_end_if_idle(idle)
     assert [message["frame"] for _, message in sent] == [{"type": "ended", "reason": "instructor"},
                                                          {"type": "ended", "reason": "idle"}]

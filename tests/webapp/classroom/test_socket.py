@@ -245,7 +245,7 @@ async def test_the_history_keeps_each_run_and_each_question_with_its_counts(work
     run, page = None, ""
     for _ in range(50):  # the transcript is kept by the web process once the done frame went out
         run, page = await pages()
-        if run.ended is not None:
+        if run.ended_at is not None:
             break
         await asyncio.sleep(0.1)
     assert run.text == done["text"] and [f["type"] for f in run.frames][-1] == "done"
@@ -298,7 +298,7 @@ async def test_a_held_last_step_stays_held_in_the_history_and_on_a_process_that_
     assert question["seq"] == 5
     options = (await until(student, "options"))["options"]
     for _ in range(100):  # the worker answers the held step, its last, and the run is kept
-        if await db(Run.objects.filter(request_id=start["request_id"], ended__isnull=False).exists)():
+        if await db(Run.objects.filter(request_id=start["request_id"], ended_at__isnull=False).exists)():
             break
         await asyncio.sleep(0.1)
     else:

@@ -45,7 +45,7 @@ def test_a_class_answers_the_console_sees_the_counts_and_the_reveal_scores_each_
     results = question_reveal(question=question, answer="green")
     assert results == {ann.pk: (True, 1), bob.pk: (False, 0), cat.pk: (True, 1)}
     question.refresh_from_db()
-    assert question.status == Question.REVEALED and question.answer == "green" and question.revealed is not None
+    assert question.status == Question.REVEALED and question.answer == "green" and question.revealed_at is not None
     assert answer_counts(question) == {"red": 1, "green": 2, "blue": 0}  # kept in the database
     assert my_answer(question, bob) == "red"
 
@@ -114,7 +114,7 @@ def test_an_answer_must_be_one_of_the_options_of_a_question_of_this_session(sess
 def test_a_question_about_the_model_needs_a_step_and_no_question_opens_in_an_ended_session(session):
     spec = QuestionSpec(Question.NEXT_TOKEN, "", [])
     assert refusal(lambda: question_open(session=session, spec=spec, request_id=None, seq=None)) == "not_stepping"
-    session.ended = session.created
+    session.ended_at = session.created_at
     assert refusal(lambda: ask_choice(session, "a", "b")) == "ended"
     assert not Question.objects.exists()
 

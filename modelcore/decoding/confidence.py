@@ -1,7 +1,9 @@
 """How far to trust one output: a sentence-level confidence from the model's own numbers, and warnings.
 
 Each step of a decode gives the chosen token's log-probability, the entropy of the step's distribution
-and the gap between its two most likely tokens (StepStat). A sentence sums them up into a few features;
+and the gap between its two most likely tokens (StepStat). A sentence sums them up into a few features,
+beside some of its source: its length, the share of its words never seen in training, and how close it is to
+the nearest training sources (`nearest`, modelcore.decoding.words.SourceIndex);
 a model whose folder holds a calibration (calibration.json, fitted by scripts/confidence_calibration.py
 on held-out sentences) turns them into the probability that the output is good, by logistic regression,
 and warns below the fitted threshold. Without one, the confidence is the geometric mean of the token
@@ -22,12 +24,18 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from modelcore.decoding.words import SourceIndex
 
 CALIBRATION_FILE = "calibration.json"  # in the model's folder; scripts/confidence_calibration.py writes it
 WARNINGS = ("low_confidence", "repetition", "unknown_words")
 CLOSE_MARGIN = 0.2  # a step whose two most likely tokens are closer than this in probability is a near-tie
-FEATURES = ("mean_logprob", "min_logprob", "mean_entropy", "close_share", "length_ratio", "unknown_share", "looped")
+# Every feature a calibration may weigh; scripts/confidence_calibration.py chooses among them by cross-validation.
+# `nearest` exists only for a model whose training sources can be rebuilt (not one trained on an uploaded corpus).
+FEATURES = ("mean_logprob", "min_logprob", "mean_entropy", "max_entropy", "mean_margin", "close_share",
+            "length_ratio", "src_len", "unknown_share", "looped", "nearest")
 DEFAULT_THRESHOLD = 0.5  # uncalibrated: a guess, and the calibration file says so
 
 
@@ -53,21 +61,28 @@ def repeats(ids: Sequence[int]) -> bool:
 
 
 def sentence_features(
-    steps: Sequence[StepStat], *, out_len: int, src_len: int, unknown_share: float, looped: bool
+    steps: Sequence[StepStat], *, out_len: int, src_len: int, unknown_share: float, looped: bool,
+    nearest: float | None = None,
 ) -> dict[str, float]:
-    """The numbers a confidence is computed from (FEATURES), for one output."""
+    """The numbers a confidence is computed from (FEATURES), for one output; `nearest` only when it is known."""
     if not steps:  # a forced output, or nothing decoded: nothing the model chose
         steps = [StepStat(0.0, 0.0, 1.0)]
     n = len(steps)
-    return {
+    features = {
         "mean_logprob": sum(s.logprob for s in steps) / n,
         "min_logprob": max(min(s.logprob for s in steps), -30.0),  # a banned token's -inf would end any fit
         "mean_entropy": sum(s.entropy for s in steps) / n,
+        "max_entropy": max(s.entropy for s in steps),
+        "mean_margin": sum(s.margin for s in steps) / n,
         "close_share": sum(s.margin < CLOSE_MARGIN for s in steps) / n,
         "length_ratio": math.log((out_len + 1) / max(src_len, 1)),
+        "src_len": math.log(max(src_len, 1)),  # source tokens, <eos> included
         "unknown_share": unknown_share,
         "looped": float(looped),
     }
+    if nearest is not None:
+        features["nearest"] = nearest
+    return features
 
 
 def _sigmoid(x: float) -> float:
@@ -86,6 +101,10 @@ class Calibration:
     @property
     def fitted(self) -> bool:
         return bool(self.weights)
+
+    def applies_to(self, features: Mapping[str, float]) -> bool:
+        """Every feature it weighs is known for this output."""
+        return all(name in features for name in self.weights)
 
     def confidence(self, features: Mapping[str, float]) -> float:
         """0-1: fitted, the probability that the output is good; uncalibrated, the geometric mean token probability."""
@@ -139,10 +158,12 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Judge:
-    """A model's calibration and the source words it saw in training (None: not known, not checked)."""
+    """A model's calibration, the source words it saw in training and its training sources (None: not known,
+    not checked)."""
 
     calibration: Calibration = field(default_factory=Calibration)
     known_words: frozenset[str] | None = None
+    sources: SourceIndex | None = None
 
     def judge(
         self, *, steps: Sequence[StepStat], ids: Sequence[int], reason: str, src_len: int, source: str | None
@@ -157,11 +178,15 @@ class Judge:
             unknown = list(dict.fromkeys(w for w in words if w not in self.known_words))
             share = sum(w not in self.known_words for w in words) / len(words) if words else 0.0
         looped = reason == "max_len" or repeats(ids)
-        features = sentence_features(steps, out_len=len(ids), src_len=src_len, unknown_share=share, looped=looped)
-        confidence = self.calibration.confidence(features)
+        nearest = self.sources.nearest(source) if source is not None and self.sources is not None else None
+        features = sentence_features(steps, out_len=len(ids), src_len=src_len, unknown_share=share, looped=looped,
+                                     nearest=nearest)
+        # A calibration weighing a feature this output lacks (no source text given) says nothing of it.
+        calibration = self.calibration if self.calibration.applies_to(features) else Calibration()
+        confidence = calibration.confidence(features)
         warnings = [code for code, on in zip(
-            WARNINGS, (confidence < self.calibration.threshold, looped, bool(unknown)), strict=True) if on]
-        return Judgement(confidence, warnings, unknown, features, self.calibration.threshold, self.calibration.fitted)
+            WARNINGS, (confidence < calibration.threshold, looped, bool(unknown)), strict=True) if on]
+        return Judgement(confidence, warnings, unknown, features, calibration.threshold, calibration.fitted)
 
 
 _judges: dict[tuple[str, str], Judge] = {}
@@ -173,7 +198,10 @@ def judge_for(*, folder: str | Path, checkpoint_hash: str, metrics: Mapping[str,
     key = (str(Path(folder).resolve()), checkpoint_hash)
     with _judges_lock:  # one build per model, however many lanes of a worker open a decoder at once
         if key not in _judges:
-            from modelcore.decoding.words import words_from_metrics
+            from modelcore.decoding.words import SourceIndex, training_sources, training_words
 
-            _judges[key] = Judge(read_calibration(folder, checkpoint_hash), words_from_metrics(metrics))
+            sources = training_sources(metrics)
+            _judges[key] = Judge(read_calibration(folder, checkpoint_hash),
+                                 None if sources is None else training_words(sources),
+                                 None if sources is None else SourceIndex(sources))
         return _judges[key]

@@ -8,6 +8,7 @@ cards). It is read from the installed package, never fetched.
 from __future__ import annotations
 
 import random
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ LICENSE = "CC-BY-SA-4.0"
 # English tokenised as the generated zh-en corpus writes it, so the grammar models are scored on the same form:
 # lower case, punctuation as its own word, a contraction kept whole ("it's", "don't").
 _SHOWN = 20  # past this many malformed entries, the message lists only their ids
+# 80 entries of the package carry no translation but a stand-in ("placeholder", "placeholder-p4"): 72 of them fall in
+# the training split, where they teach a model to write "placeholder" (`clean=1` leaves them out of training).
+_PLACEHOLDER = re.compile(r"placeholder(-[a-z]\d+)?", re.IGNORECASE)
 
 
 class HskDataError(ValueError):
@@ -43,6 +47,11 @@ class HskSentence:
     zh: str
     en: str
     words: tuple[tuple[str, str], ...]  # (word, gloss), in sentence order; punctuation is not a word
+
+    @property
+    def placeholder(self) -> bool:
+        """The package's stand-in for a translation not yet written, not a translation."""
+        return bool(_PLACEHOLDER.fullmatch(self.en.strip()))
 
     @property
     def target(self) -> str:
@@ -148,14 +157,16 @@ def hsk_task(
     generated: int = 0,
     glosses: int = 0,
     cedict: int = 0,
+    clean: int = 0,
 ) -> Task:
     """`hsk`: real Chinese sentences in (characters), their human translations out (English words).
 
     `train_fraction` keeps the first share of the shuffled training sentences (a learning curve);
     `generated` adds that many sentences of the zh-en grammar to the training split only; `glosses=1` adds
     each word of the training sentences with its gloss, and `cedict` that many frequent CC-CEDICT words with
-    a sense (modelcore.tasks.dictionary), to the training split only. Valid and test stay the same real
-    sentences whatever these are.
+    a sense (modelcore.tasks.dictionary), to the training split only; `clean=1` leaves the training sentences
+    whose translation is the package's stand-in ("placeholder") out. Valid and test stay the same real
+    sentences whatever these are (the stand-ins included: 4 of the 400 test sentences, which no output matches).
     """
     try:
         train_fraction = float(train_fraction)  # the CLI's --task-option passes "0.25" as text
@@ -163,11 +174,13 @@ def hsk_task(
         raise ValueError(f"train_fraction must be a number, got {train_fraction!r}") from None
     if not 0 < train_fraction <= 1:
         raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
-    for name, value in (("generated", generated), ("glosses", glosses), ("cedict", cedict)):
+    for name, value in (("generated", generated), ("glosses", glosses), ("cedict", cedict), ("clean", clean)):
         if value < 0:
             raise ValueError(f"{name} must be 0 or more, got {value}")
     train, valid, test = hsk_split(load_hsk_sentences(), n_valid=n_valid, n_test=n_test, seed=seed)
     train = train[: max(1, round(train_fraction * len(train)))]
+    if clean:
+        train = [s for s in train if not s.placeholder]
     pairs = _pairs(train)
     if generated:
         from modelcore.tasks.zh_en import generate_sentences

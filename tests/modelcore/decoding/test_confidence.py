@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from modelcore.checkpoint import load_model
 from modelcore.decoding import DecodeParams, decode, decode_stream, open_decoder
-from modelcore.decoding.confidence import CALIBRATION_FILE, Calibration, StepStat, read_calibration, repeats
+from modelcore.decoding.confidence import (
+    CALIBRATION_FILE,
+    Calibration,
+    Judge,
+    StepStat,
+    read_calibration,
+    repeats,
+)
 from modelcore.decoding.words import segment, unknown_words
 
 ZH_EN = ["zh-en-post", "zh-en-pre", "zh-en-hsk"]
@@ -132,7 +140,40 @@ def test_segment_gives_words_without_punctuation() -> None:
 
 
 def test_a_model_with_no_rebuildable_training_data_checks_no_words() -> None:
-    from modelcore.decoding.confidence import Judge
-
     judged = Judge().judge(steps=[StepStat(-0.1, 0.5, 0.9)], ids=[4, 5], reason="eos", src_len=3, source="北京")
     assert judged.unknown_words == [] and judged.warnings == []
+
+
+def test_nearest_says_how_close_a_source_is_to_the_closest_training_sources() -> None:
+    from modelcore.decoding.words import SourceIndex
+
+    index = SourceIndex(["他在北京工作。", "他在北京工作。", "我们看见我的猫。", "妈妈喜欢喝茶。"])
+    assert index.nearest("他在北京工作。") == 1.0  # a training sentence itself, listed twice: one neighbour
+    assert index.nearest("明天会下雨吗？") == 0.0  # no trigram in common with any
+    # 他哥哥在北京工作。 shares 在北京, 北京工, 京工作 and 工作。 (4 of its 7 trigrams) with the first (5 trigrams).
+    assert index.nearest("他哥哥在北京工作。") == pytest.approx(2 * 4 / (7 + 5))
+
+
+def test_every_feature_is_measured_for_a_shipped_model_and_nearest_only_with_its_training_sources() -> None:
+    from modelcore.decoding.confidence import FEATURES
+
+    loaded = load_model("zh-en-hsk")
+    features = decode(loaded, ["我的猫追了一只老鼠。"])[0].judgement.features
+    assert set(features) == set(FEATURES)
+    assert 0.0 <= features["nearest"] <= 1.0 and features["src_len"] > 0
+    judged = Judge().judge(steps=[StepStat(-0.1, 0.5, 0.9)], ids=[4, 5], reason="eos", src_len=3, source="北京")
+    assert "nearest" not in judged.features
+
+
+def test_a_calibration_weighing_a_feature_an_output_lacks_is_not_used_for_it() -> None:
+    from modelcore.decoding.words import SourceIndex
+
+    calibration = Calibration({"mean_logprob": 2.0, "nearest": 4.0}, -1.0, 0.3, "h")
+    judge = Judge(calibration, frozenset({"北京"}), SourceIndex(["北京很大。"]))
+    step = [StepStat(-0.1, 0.5, 0.9)]
+    with_source = judge.judge(steps=step, ids=[4, 5], reason="eos", src_len=6, source="北京很大。")
+    assert with_source.calibrated and with_source.threshold == 0.3
+    assert with_source.confidence == pytest.approx(1 / (1 + math.exp(-(-1.0 + 2.0 * -0.1 + 4.0 * 1.0))))
+    without = judge.judge(steps=step, ids=[4, 5], reason="eos", src_len=6, source=None)  # no text: no nearest
+    assert not without.calibrated and without.threshold == 0.5
+    assert without.confidence == pytest.approx(math.exp(-0.1))

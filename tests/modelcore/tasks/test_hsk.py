@@ -119,3 +119,12 @@ def test_generated_sentences_join_the_training_split_only() -> None:
     assert len(mixed.train) == len(real.train) + 500
     assert set(real.train) < set(mixed.train)
     assert sum(zh.endswith("。") and en.endswith(" .") for zh, en in set(mixed.train) - set(real.train)) == 500
+
+
+def test_clean_leaves_the_packages_placeholder_translations_out_of_training_only() -> None:
+    full, clean = get_task("hsk"), get_task("hsk", clean=1)
+    stand_ins = [(zh, en) for zh, en in full.train if en.startswith("placeholder")]
+    assert len(stand_ins) == 72 and ("这个库很大。", "placeholder") in stand_ins
+    assert set(clean.train) == set(full.train) - set(stand_ins)
+    assert clean.test == full.test and clean.valid == full.valid  # held-out figures stay comparable
+    assert sum(en.startswith("placeholder") for _, en in full.test) == 4

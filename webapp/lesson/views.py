@@ -58,14 +58,14 @@ def _model_card(request: HttpRequest) -> dict[str, Any]:
 
 
 def _pages() -> list[tuple[str, str, str]]:
-    return [(p, content.pick(content.PAGE_TITLES[p]), reverse(f"lesson:{TEMPLATES[p]}")) for p in content.PAGES]
+    return [(p, str(content.PAGE_TITLES[p]), reverse(f"lesson:{TEMPLATES[p]}")) for p in content.PAGES]
 
 
 def _page(request: HttpRequest, page: str, **extra: Any) -> HttpResponse:
     progress_visit(user=request.user, page=page)
     context = {
         "page": page, "pages": _pages(),
-        "title": content.pick(content.PAGE_TITLES[page]), "errata": content.errata(page),
+        "title": str(content.PAGE_TITLES[page]), "errata": content.errata(page),
         "exercises": content.exercises(page, progress_revealed(user=request.user, page=page)),
         "models": models_visible_to(request.user).filter(task="zh-en"), "default_model": DEFAULT_MODEL,
         "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS, "model_card": _model_card(request), "paper": content.PAPER, **extra,

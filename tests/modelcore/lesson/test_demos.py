@@ -132,6 +132,7 @@ def zero_shares(model: str) -> list[list[float]]:
 
 
 def test_the_exercise_quotes_the_ffn_zero_share_the_shipped_models_give():
+    from tests.fixtures.lesson import in_both
     from webapp.lesson.content import EXERCISES
 
     post = zero_shares("zh-en-post")
@@ -139,7 +140,7 @@ def test_the_exercise_quotes_the_ffn_zero_share_the_shipped_models_give():
     low, high = min(min(layer) for layer in post), max(max(layer) for layer in post)
     means = [f"{sum(layer) / len(layer):.2f}" for layer in post]
     assert low > 0.5  # far more than half, as the answer says
-    answer = next(e["a"] for e in EXERCISES["encoder"] if e["id"] == "encoder-3")
+    answer = in_both(next(e["a"] for e in EXERCISES["encoder"] if e["id"] == "encoder-3"))
     assert f"{low:.2f} to {high:.2f}" in answer["en"] and f"{low:.2f} 到 {high:.2f}" in answer["zh"]
     assert ", ".join(means) in answer["en"] and "、".join(means) in answer["zh"]
     assert f"{min(others):.2f} to {max(others):.2f}" in answer["en"]
@@ -149,6 +150,7 @@ def test_the_exercise_quotes_the_ffn_zero_share_the_shipped_models_give():
 
 
 def test_the_batchnorm_exercise_answers_what_each_mode_does_with_another_sentence(zh_en):
+    from tests.fixtures.lesson import in_both
     from webapp.lesson.content import EXERCISES
 
     one = run_demo("norms", zh_en, {"sentence": SENTENCE, "partner": "猫追老鼠。"})
@@ -157,5 +159,5 @@ def test_the_batchnorm_exercise_answers_what_each_mode_does_with_another_sentenc
     for result in (one, other):  # inference mode and LayerNorm stay at 0; the two modes still disagree
         assert max(result["batchnorm_shift"]["inference"]) == 0 and max(result["layernorm_shift"]) < 1e-4
         assert min(result["mode_gap"]) > 1
-    answer = next(e["a"] for e in EXERCISES["questions"] if e["id"] == "questions-1")
+    answer = in_both(next(e["a"] for e in EXERCISES["questions"] if e["id"] == "questions-1"))
     assert "in inference mode (running averages) it stays 0" in answer["en"] and "推理模式（滑动平均）下" in answer["zh"]

@@ -43,6 +43,9 @@ class Tokenizer:
         if kind not in KINDS:
             raise ValueError(f"unknown tokenizer kind {kind!r} (choose from: {', '.join(KINDS)})")
         self.hf = hf
+        # Text that spells a special token ("<eos>" typed by a student) is text, not a control id:
+        # it encodes to its characters, so it is neither dropped on decoding nor ends a source early.
+        self.hf.encode_special_tokens = True
         self.kind = kind
 
     @classmethod

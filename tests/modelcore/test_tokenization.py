@@ -90,6 +90,16 @@ def test_char_level_round_trips_any_text_made_of_known_characters(text: str) -> 
     assert tok.decode(tok.encode(text)) == text
 
 
+@pytest.mark.parametrize("kind", ["char", "word", "bpe"])
+def test_a_special_token_typed_as_text_is_text_not_a_control_id(kind: str) -> None:
+    tok = Tokenizer.train(EN + ["<eos> <pad> <bos> <unk>"], kind)
+    text = "the cat <eos> eats"
+    ids = tok.encode(text)
+    assert not {PAD_ID, BOS_ID, EOS_ID} & set(ids)  # a typed "<eos>" neither ends the source nor vanishes
+    assert tok.decode(ids) == text
+    assert Tokenizer.from_str(tok.to_str()).encode(text) == ids  # a saved tokenizer reads it the same way
+
+
 @pytest.mark.parametrize("kind, texts", [("char", ZH), ("word", EN), ("bpe", EN + ZH)])
 def test_joining_the_tokens_of_a_growing_output_reads_as_decoding_its_ids(kind: str, texts: list[str]) -> None:
     tok = Tokenizer.train(texts, kind)

@@ -79,7 +79,8 @@ def make_run(tmp_path: Path, *setup: str) -> Iterator[tuple[subprocess.Popen[byt
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
         raise
-    stop_leaves_nothing(proc, tmp_path)
+    if proc.poll() is None:
+        stop_leaves_nothing(proc, tmp_path)
 
 
 def health(base: str) -> tuple[int, dict[str, Any]] | None:
@@ -116,22 +117,30 @@ def stop_leaves_nothing(proc: subprocess.Popen[bytes], tmp_path: Path) -> None:
     assert "[run] stopped" in (tmp_path / "run.log").read_text()
 
 
-def test_run_serves_then_one_sigint_leaves_nothing_behind(tmp_path):
-    with make_run(tmp_path) as (proc, base, log):
-        report = wait_healthy(base, log)
-        assert all(report["workers"][queue] >= 1 for queue in ("interactive", "demonstrations", "experiments", "training"))
-        status, body = get(base + "/accounts/login/")
-        assert status == 200 and b"Sign in" in body
-        # Debug pages only where a developer asks (DEBUG=1): an unknown address gets the app's own 404 page.
-        status, body = get(base + "/no-such-page/")
-        assert status == 404 and b"Page not found" in body and b"Django tried these URL patterns" not in body
-        css = re.search(rb'href="(/static/css/app\.[0-9a-f]{12}\.css)"', get(base + "/accounts/login/")[1])
-        assert css, "the page links no hashed stylesheet"
-        with urllib.request.urlopen(urllib.request.Request(base + css[1].decode(), headers={"Accept-Encoding": "gzip"})) as r:
-            assert r.headers["Content-Encoding"] == "gzip" and "max-age=315360000" in r.headers["Cache-Control"]
-        assert get(base + "/favicon.ico")[0] == 200
-        assert (tmp_path / "run" / "redis.sock").exists()
-        assert len(descendants(proc.pid)) >= 5  # redis, daphne, three workers (and the prefork children)
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    """One `make run` stack for this file's tests, in order (starting one takes most of a test's time): it serves, a
+    killed worker and a killed Redis come back, and the last test stops it with one SIGINT."""
+    with make_run(tmp_path_factory.mktemp("make-run"), "register_shipped_models") as started:
+        yield started
+
+
+def test_run_serves_pages_static_files_and_a_worker_on_every_queue(stack):
+    proc, base, log = stack
+    report = wait_healthy(base, log)
+    assert all(report["workers"][queue] >= 1 for queue in ("interactive", "demonstrations", "experiments", "training"))
+    status, body = get(base + "/accounts/login/")
+    assert status == 200 and b"Sign in" in body
+    # Debug pages only where a developer asks (DEBUG=1): an unknown address gets the app's own 404 page.
+    status, body = get(base + "/no-such-page/")
+    assert status == 404 and b"Page not found" in body and b"Django tried these URL patterns" not in body
+    css = re.search(rb'href="(/static/css/app\.[0-9a-f]{12}\.css)"', get(base + "/accounts/login/")[1])
+    assert css, "the page links no hashed stylesheet"
+    with urllib.request.urlopen(urllib.request.Request(base + css[1].decode(), headers={"Accept-Encoding": "gzip"})) as r:
+        assert r.headers["Content-Encoding"] == "gzip" and "max-age=315360000" in r.headers["Cache-Control"]
+    assert get(base + "/favicon.ico")[0] == 200
+    assert (log.parent / "run" / "redis.sock").exists()
+    assert len(descendants(proc.pid)) >= 5  # redis, daphne, three workers (and the prefork children)
 
 
 def interactive_worker(run_pid: int) -> int | None:
@@ -190,55 +199,60 @@ def missing_then_back(base: str, queue: str, timeout: float = 120) -> tuple[floa
     return missing, None
 
 
-def test_a_killed_worker_is_restarted_and_logged_and_the_stack_stays_up(tmp_path):
+def test_a_killed_worker_is_restarted_and_logged_and_the_stack_stays_up(stack):
     """SIGKILL of the interactive worker (as the OOM killer would): the web process and the other workers stay,
     the death is logged with its signal, a new worker decodes after a backoff, and one SIGINT still stops it all."""
-    with make_run(tmp_path, "register_shipped_models") as (proc, base, log):
-        wait_healthy(base, log)
-        cookie = sign_in(base, "student", "run-test-pass-9")
-        assert decode(base, cookie)[-1]["type"] == "done"
-        web_pid = next(pid for pid in descendants(proc.pid) if b"webapp.server" in
-                       (Path("/proc") / str(pid) / "cmdline").read_bytes())
-        victim = interactive_worker(proc.pid)
-        assert victim is not None
-        os.kill(victim, signal.SIGKILL)
-        saw_missing, back_after = missing_then_back(base, "interactive")
-        text = log.read_text()
-        print(f"/healthz: interactive 0 after {saw_missing} s, ok again after {back_after} s")
-        assert saw_missing is not None and back_after is not None, text[-3000:]
-        assert re.search(rf"\[run\] worker-interactive \(pid {victim}\) died: signal SIGKILL \(9\) after [\d.]+ s up; "
-                         r"restarting it in 1 s", text), text[-3000:]
-        assert "stopping" not in text  # nothing else was stopped
-        assert alive(web_pid)  # the same web process served throughout
-        successor = interactive_worker(proc.pid)
-        assert successor is not None and successor != victim
-        frames = decode(base, cookie)
-        assert frames[-1]["type"] == "done", frames[-1]
+    proc, base, log = stack
+    wait_healthy(base, log)
+    cookie = sign_in(base, "student", "run-test-pass-9")
+    assert decode(base, cookie)[-1]["type"] == "done"
+    web_pid = next(pid for pid in descendants(proc.pid) if b"webapp.server" in
+                   (Path("/proc") / str(pid) / "cmdline").read_bytes())
+    victim = interactive_worker(proc.pid)
+    assert victim is not None
+    os.kill(victim, signal.SIGKILL)
+    saw_missing, back_after = missing_then_back(base, "interactive")
+    text = log.read_text()
+    print(f"/healthz: interactive 0 after {saw_missing} s, ok again after {back_after} s")
+    assert saw_missing is not None and back_after is not None, text[-3000:]
+    assert re.search(rf"\[run\] worker-interactive \(pid {victim}\) died: signal SIGKILL \(9\) after [\d.]+ s up; "
+                     r"restarting it in 1 s", text), text[-3000:]
+    assert "stopping" not in text  # nothing else was stopped
+    assert alive(web_pid)  # the same web process served throughout
+    successor = interactive_worker(proc.pid)
+    assert successor is not None and successor != victim
+    frames = decode(base, cookie)
+    assert frames[-1]["type"] == "done", frames[-1]
 
-        # It dies again within a minute of its start: the wait doubles.
-        os.kill(successor, signal.SIGKILL)
-        saw_missing, back_after = missing_then_back(base, "interactive")
-        print(f"again: interactive 0 after {saw_missing} s, ok again after {back_after} s")
-        assert back_after is not None
-        assert re.search(rf"\[run\] worker-interactive \(pid {successor}\) died: signal SIGKILL \(9\) after [\d.]+ s "
-                         r"up; restarting it in 2 s", log.read_text())
+    # It dies again within a minute of its start: the wait doubles.
+    os.kill(successor, signal.SIGKILL)
+    saw_missing, back_after = missing_then_back(base, "interactive")
+    print(f"again: interactive 0 after {saw_missing} s, ok again after {back_after} s")
+    assert back_after is not None
+    assert re.search(rf"\[run\] worker-interactive \(pid {successor}\) died: signal SIGKILL \(9\) after [\d.]+ s "
+                     r"up; restarting it in 2 s", log.read_text())
 
-        # The embedded Redis dies: started again on its socket, every process finds it again.
-        redis_pid = next(pid for pid in descendants(proc.pid) if b"redis-server" in
-                         (Path("/proc") / str(pid) / "cmdline").read_bytes())
-        os.kill(redis_pid, signal.SIGKILL)
-        killed_at = time.monotonic()
-        back_after = restarted = None
-        while back_after is None and time.monotonic() - killed_at < 60:
-            if restarted is None and f"redis (pid {redis_pid}) died" in (text := log.read_text()) and \
-                    "[run] starting redis" in text:
-                restarted = time.monotonic()
-            answer = health(base)  # a report checked after the restart began, not one from before the kill
-            if restarted is not None and answer is not None and answer[0] == 200 and \
-                    time.monotonic() - answer[1]["age_s"] - 0.1 >= restarted:
-                back_after = time.monotonic() - killed_at
-            time.sleep(0.2)
-        print(f"Redis SIGKILLed: /healthz ok again after {back_after} s")
-        assert back_after is not None, log.read_text()[-3000:]
-        assert f"[run] redis (pid {redis_pid}) died: signal SIGKILL (9)" in log.read_text()
-        assert alive(web_pid)
+    # The embedded Redis dies: started again on its socket, every process finds it again.
+    redis_pid = next(pid for pid in descendants(proc.pid) if b"redis-server" in
+                     (Path("/proc") / str(pid) / "cmdline").read_bytes())
+    os.kill(redis_pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    back_after = restarted = None
+    while back_after is None and time.monotonic() - killed_at < 60:
+        if restarted is None and f"redis (pid {redis_pid}) died" in (text := log.read_text()) and \
+                "[run] starting redis" in text:
+            restarted = time.monotonic()
+        answer = health(base)  # a report checked after the restart began, not one from before the kill
+        if restarted is not None and answer is not None and answer[0] == 200 and \
+                time.monotonic() - answer[1]["age_s"] - 0.1 >= restarted:
+            back_after = time.monotonic() - killed_at
+        time.sleep(0.2)
+    print(f"Redis SIGKILLed: /healthz ok again after {back_after} s")
+    assert back_after is not None, log.read_text()[-3000:]
+    assert f"[run] redis (pid {redis_pid}) died: signal SIGKILL (9)" in log.read_text()
+    assert alive(web_pid)
+
+
+def test_then_one_sigint_leaves_nothing_behind(stack):
+    proc, _, log = stack
+    stop_leaves_nothing(proc, log.parent)

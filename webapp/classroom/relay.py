@@ -170,16 +170,14 @@ class SessionRelay:
         if lost:  # this copy has a hole: new screens wait for the worker's whole copy instead of getting it
             self.complete = False
         self._keep([frame], [text])
-        if self.held_from is None and self.held_seq is not None and self.seqs[-1] == self.held_seq:
+        # The held step, or a later one when the held step itself was lost on its way: a student must not read
+        # past the question before the reveal, hole or not (the worker's whole copy then puts the held step back).
+        if self.held_from is None and self._at_or_past_hold(self.seqs[-1]):
             self.held_from = len(self.frames) - 1
         if self.held_from is None:
             await self._to_all(text)
-        elif self.held_from == len(self.frames) - 1 and self.question is not None and self.question.get("kind") == "next_token":
-            # Students pick among the model's top-k at the held step, shown without probabilities.
-            options = next_token_options(orjson.loads(text))
-            self.question["options"] = options
-            await self._to_all(orjson.dumps({"type": "options", "question": self.question["id"],
-                                             "options": options}).decode())
+        elif self.held_from == len(self.frames) - 1:
+            await self._offer_options()
         if final:
             self.ended = True
         # A hole seen here, or a run that ended before this relay held all of it (it began following mid-run and the
@@ -194,6 +192,20 @@ class SessionRelay:
             await self._on_gap(self, request_id, final)
         if final:
             await self._on_final(self, request_id)
+
+    def _at_or_past_hold(self, seq: int | None) -> bool:
+        return seq is not None and self.held_seq is not None and seq >= self.held_seq
+
+    async def _offer_options(self) -> None:
+        """A next-token question's options, once its held step is here: students pick among the model's top-k at
+        that step, shown without probabilities (a later step, kept because the held one was lost, offers none)."""
+        if self.question is None or self.question.get("kind") != "next_token" or self.question.get("options"):
+            return
+        if self.held_from is None or self.seqs[self.held_from] != self.held_seq:
+            return
+        options = next_token_options(orjson.loads(self.frames[self.held_from]))
+        self.question["options"] = options
+        await self._to_all(orjson.dumps({"type": "options", "question": self.question["id"], "options": options}).decode())
 
     def _lost_before(self, frame: dict[str, Any]) -> bool:
         """Whether this frame shows that a step of the run never arrived here (a Redis outage, a web process's
@@ -212,7 +224,7 @@ class SessionRelay:
         self._forget()
         self._keep(frames, [orjson.dumps(frame).decode() for frame in frames])
         self.complete = True
-        held = [i for i, step in enumerate(self.seqs) if self.held_seq is not None and step == self.held_seq]
+        held = [i for i, step in enumerate(self.seqs) if self._at_or_past_hold(step)]
         self.held_from = held[0] if held else None
 
     def load_ended(self, request_id: str, frames: list[dict[str, Any]]) -> None:
@@ -229,6 +241,7 @@ class SessionRelay:
             return
         if not self.complete or len(state["frames"]) >= len(self.frames):
             self._replace(state["frames"])
+            await self._offer_options()  # the held step may have come only with this copy
         waiting, self.waiting = self.waiting, []
         if waiting:
             shown = self.state_text()

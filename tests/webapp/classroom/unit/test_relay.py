@@ -158,3 +158,23 @@ async def test_steps_in_order_and_a_done_that_counts_them_are_no_hole():
     done = {"type": "done", "request_id": RUN, "steps": 2, "text": "t0 t1"}
     await deliver(session.relay, worker(start(), token(0), token(1)), worker(done, final=True))
     assert session.holes == [] and session.relay.complete
+
+
+async def test_when_the_step_a_question_is_about_is_lost_the_steps_after_it_still_wait_for_the_reveal():
+    screen = Screen()
+    session = Gaps(screen)
+    await deliver(session.relay, worker(start(), token(0), token(1)), question(seq=2),
+                  worker(token(3)), worker(token(4)))  # step 2, the question's, never came
+    assert screen.seqs() == [0, 1]  # nothing past the question reached a student before the reveal
+    assert [f.get("seq") for f in session.late_joiner_sees()] == [None, 0, 1]
+    assert not [f for f in screen.frames if f["type"] == "options"]  # not step 3's top-k offered as step 2's
+    assert session.holes == [(RUN, False)]
+
+    # The worker's whole copy brings the question's step: its top-k are offered, it and what follows stay held.
+    await deliver(session.relay, state(start(), token(0), token(1), token(2, name="cat"), token(3), token(4)))
+    assert [f for f in screen.frames if f["type"] == "options"] == [{"type": "options", "question": 5,
+                                                                      "options": ["cat", "zz"]}]
+    assert screen.seqs() == [0, 1] and [f.get("seq") for f in session.late_joiner_sees()] == [None, 0, 1]
+
+    await deliver(session.relay, event_message({"type": "reveal", "question": 5, "answer": "cat"}))
+    assert screen.seqs() == [0, 1, 2, 3, 4]

@@ -194,14 +194,13 @@ _judges_lock = threading.Lock()
 
 
 def judge_for(*, folder: str | Path, checkpoint_hash: str, metrics: Mapping[str, Any]) -> Judge:
-    """The judge of a model folder, built once per folder and weights (its training words take about a second)."""
+    """The judge of a model folder, built once per folder and weights (its training side once per task)."""
     key = (str(Path(folder).resolve()), checkpoint_hash)
     with _judges_lock:  # one build per model, however many lanes of a worker open a decoder at once
         if key not in _judges:
-            from modelcore.decoding.words import SourceIndex, training_sources, training_words
+            from modelcore.decoding.words import training_side
 
-            sources = training_sources(metrics)
+            side = training_side(metrics)
             _judges[key] = Judge(read_calibration(folder, checkpoint_hash),
-                                 None if sources is None else training_words(sources),
-                                 None if sources is None else SourceIndex(sources))
+                                 None if side is None else side.words, None if side is None else side.index)
         return _judges[key]

@@ -84,12 +84,14 @@ function decodeFrame(stepMode) {
   return frame;
 }
 
-// A second press within this long of the first is the same press (a double-click): one decode, not two.
+// A second press within this long of the first, while the first is still unanswered or running, is the same press
+// (a double-click): one decode, not two. Once the first was refused or has finished, a press is a new one.
 const SAME_PRESS_MS = 600;
 
 function start(stepMode) {
   const now = performance.now();
-  if (now - (state.startedAt ?? -Infinity) < SAME_PRESS_MS) return;
+  const unanswered = Boolean(state.tag) && !state.request?.done;
+  if (unanswered && now - (state.startedAt ?? -Infinity) < SAME_PRESS_MS) return;
   state.startedAt = now;
   if (state.request && !state.request.done) send({ type: "cancel", request_id: state.request.id });
   state.tag = `pg-${++state.tagCount}`;

@@ -51,3 +51,19 @@ def test_a_reload_mid_decode_keeps_the_sentence_and_settings_and_a_double_click_
     page.get_by_test_id("run").click()  # and a later press is a new decode, as before
     page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
     assert len(sent) == 2 and sent[1]["source"] == SENTENCE
+
+
+def test_run_pressed_again_at_once_after_a_refusal_is_a_new_decode(asgi_server, demo, zh_en, page_factory, start_worker):
+    """The double-click guard covers a press still unanswered: once the server refused the first, a quick second
+    press (the student fixed the sentence) is sent, not swallowed."""
+    start_worker("interactive")
+    page = page_factory("en-US")
+    sent = decodes_sent(page)
+    open_playground(page, asgi_server, zh_en)
+    page.get_by_test_id("source").fill("   ")
+    page.get_by_test_id("run").click()
+    page.wait_for_function(f"{STATUS}.includes('empty')")
+    page.get_by_test_id("source").fill(SENTENCE)
+    page.get_by_test_id("run").click()  # well within the double-click window of the first press
+    page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
+    assert [frame["source"] for frame in sent] == ["   ", SENTENCE]

@@ -2,6 +2,7 @@
 // (webapp/core/figure_style.py, read from base.html's <script id="figure-style">), readable log axes,
 // and a text alternative for screen readers.
 import { chartLabel } from "./chart_labels.js";
+import { track } from "./settled.js";
 
 const node = document.getElementById("figure-style");
 const STYLE = node ? JSON.parse(node.textContent) : { colors: {}, colorway: [], template: { layout: {} } };
@@ -221,7 +222,7 @@ export function plot(element, data, layout = {}, { alt = "", config = {} } = {})
   const refitNotes = fitAnnotations(div, styled);
   div.setAttribute("role", "img");
   div.setAttribute("aria-label", describe(data, layout, alt));
-  return Plotly.react(div, plotTexts(data), styled, settings).then(refit).then(refitNotes).then(() => div);
+  return track(Plotly.react(div, plotTexts(data), styled, settings).then(refit).then(refitNotes).then(() => div));
 }
 
 // A colour for a concept the data names (an arm's label, a metric's key), or none to take the colourway's next.

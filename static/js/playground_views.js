@@ -1,5 +1,6 @@
 // The playground's Plotly views; each grows with every step of the request being shown.
 import { COLORS, plot, WEIGHT_SCALE } from "./figure_style.js";
+import { track } from "./settled.js";
 
 const CONFIG = { displayModeBar: false };
 const MARGIN = { l: 80, r: 10, t: 10, b: 60 };
@@ -185,10 +186,11 @@ export class Views {
     this.request = request;
     if (this.pending || !request) return;
     this.pending = true;
-    requestAnimationFrame(() => {
+    track(new Promise((drawn) => requestAnimationFrame(() => {
       this.pending = false;
       this.render(this.request);
-    });
+      drawn();
+    })));
   }
 
   render(request) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.browser import settled
 from tests.fixtures.demo import sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -45,7 +46,7 @@ def test_chart_titles_stay_whole_and_clear_of_the_toolbar_on_a_screen_and_a_phon
         for path in ("/experiments/norm-position/", "/experiments/residuals/", "/lesson/questions/"):
             page.goto(asgi_server + path)
             page.wait_for_selector(".js-plotly-plot .gtitle")
-            page.wait_for_timeout(500)
+            settled(page)
             for div in page.query_selector_all(".js-plotly-plot"):
                 div.hover()  # the toolbar shows on hover
                 charts = page.evaluate(BOXES)
@@ -76,7 +77,7 @@ def test_axis_titles_stay_inside_their_charts_on_a_screen_and_a_phone(asgi_serve
                      "/lesson/questions/"):
             page.goto(asgi_server + path)
             page.wait_for_selector(".js-plotly-plot .gtitle")
-            page.wait_for_timeout(500)
+            settled(page)
             titles = page.evaluate(AXIS_BOXES)
             seen += len(titles)
             for t in titles:

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from tests.fixtures.browser import settled
 from tests.fixtures.demo import STATUS, class_run, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -59,10 +60,7 @@ def english_in(texts: list[str], user: str | tuple[str, ...] = "") -> list[str]:
 
 def english_on(page, what: str, user: str | tuple[str, ...] = "") -> list[str]:
     """What reads as English on this page, each line naming the page (the signed-in user's name is data)."""
-    page.wait_for_load_state("load")
-    page.wait_for_timeout(500)  # htmx fragments and charts drawn after load
-    # Each unknown-word panel's first answer, fetched after load, is on the page too.
-    page.wait_for_function("!document.querySelector('[data-knowledge][aria-busy=true]')")
+    settled(page)  # htmx fragments, charts and each unknown-word panel's first answer, drawn after load
     if page.evaluate("document.documentElement.lang") != "zh-hans":
         return [f"{what}: the page is not in Chinese"]
     return [f"{what}: {line}" for line in english_in(page.evaluate(VISIBLE_TEXT, SKIP), user)]

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from tests.fixtures.browser import settled
 from tests.fixtures.demo import STATUS, playground_ready, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -56,7 +57,7 @@ def test_the_playground_charts_title_their_axes(asgi_server, demo, zh_en, page_f
     playground_ready(page, asgi_server)
     page.get_by_test_id("run").click()
     page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
-    page.wait_for_timeout(300)
+    settled(page)
     titles = page.evaluate("""() => Object.fromEntries(['view-cross', 'view-self', 'view-encoder', 'view-topk', 'view-kv-time']
         .map((id) => { const l = document.getElementById(id).layout;
                        // An axis title longer than its side of the plot is drawn in lines (figure_style.js).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.test_lesson_chinese import PAGES
+from tests.fixtures.browser import settled
 from tests.fixtures.demo import sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -55,7 +56,7 @@ def test_every_demonstrations_chart_keeps_its_titles_whole_on_a_screen_and_a_pho
             for kind in kinds:
                 page.get_by_test_id(f"demo-run-{kind}").click()
                 page.wait_for_selector(f"[data-testid=demo-result-{kind}] .js-plotly-plot .gtitle", timeout=60_000)
-            page.wait_for_timeout(500)
+            settled(page)
             for kind in kinds:
                 charts = page.evaluate(BOXES, kind)
                 seen += len(charts)

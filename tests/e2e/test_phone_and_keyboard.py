@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.browser import settled
 from tests.fixtures.demo import LESSON_PAGES, STATUS, class_run, playground_ready, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -24,7 +25,7 @@ def pages(pages_to_walk: list[str]) -> list[str]:
 
 def too_wide(page, what: str) -> list[str]:
     """`what` and the elements reaching past the screen's edge, if the page scrolls sideways."""
-    page.wait_for_timeout(300)  # charts draw after load
+    settled(page)  # charts draw after load
     sideways = page.evaluate(SIDEWAYS)
     return [f"{what}: {sideways} px too wide: {page.evaluate(OVERFLOWING)}"] if sideways > 0 else []
 

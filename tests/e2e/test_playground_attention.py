@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.fixtures.browser import settled
 from tests.fixtures.demo import STATUS
 from tests.fixtures.playground_page import open_playground
 
@@ -67,7 +68,7 @@ def switch_to(page, layer: str, enc_layer: str, head: str) -> None:
         " return p.data && q.data && JSON.stringify(p.data[0].z) !== JSON.stringify(before); }",
         arg=[before], timeout=30_000,
     )
-    page.wait_for_timeout(300)  # the three views are drawn in the same animation frame; let every one land
+    settled(page)  # the three views are drawn in the same animation frame: every one has landed
 
 
 def decoded_page(base: str, model: str, page_factory, source: str, pace_ms: str = "0"):
@@ -79,7 +80,7 @@ def decoded_page(base: str, model: str, page_factory, source: str, pace_ms: str 
     page.get_by_test_id("run").click()
     if pace_ms == "0":
         page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
-        page.wait_for_timeout(300)
+        settled(page)
     return page
 
 
@@ -104,7 +105,7 @@ def test_switching_the_head_while_a_request_runs_redraws_every_step_in_it(
     page.wait_for_function("document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length >= 2")
     page.get_by_test_id("head").select_option("3")  # the worker answers between two steps; later frames follow
     page.wait_for_function(f"{STATUS}.startsWith('Done')", timeout=60_000)
-    page.wait_for_timeout(300)
+    settled(page)
     assert_matches(page, encoder, steps, layer=2, enc_layer=2, head="3", within=HALF_STEP)
 
 

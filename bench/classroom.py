@@ -180,8 +180,14 @@ def send(client: Any, frame: dict[str, Any]) -> None:
     client.sendMessage(json.dumps(frame).encode())
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.Namespace,
-                    sniffer: Sniffer) -> dict[str, Any]:
+                    sniffer: Sniffer, web_pids: list[int]) -> dict[str, Any]:
     path = f"/ws/classroom/{prepared['code']}/"
     gate = asyncio.Semaphore(CONNECT_AT_ONCE)
 
@@ -199,15 +205,19 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
     students = await asyncio.gather(*(seat(i, key) for i, key in enumerate(prepared["students"])))
     await asyncio.sleep(1.0)  # the last snapshots and presence updates go out before the decode starts
 
+    cpu_before, client_before = [cpu_s(pid) for pid in web_pids], time.process_time()
     send(console, {"type": "run", "source": SOURCE, "strategy": "greedy", "min_len": args.tokens,
                    "max_len": args.tokens, "pace_ms": args.pace_ms, "step_mode": False})
     waited = 30 + args.tokens * (args.pace_ms / 1000 + 0.5)
     await asyncio.wait([s.seat.done for s in students], timeout=waited)
     await asyncio.sleep(0.5)
+    web_cpu = [cpu_s(pid) - before for pid, before in zip(web_pids, cpu_before, strict=True)]
+    client_cpu = time.process_time() - client_before  # this process, every student's socket: it shares the cores
 
     expected = args.tokens + 2  # start, the tokens, done
     latencies, received, out_of_order = [], 0, 0
     quarters: list[list[float]] = [[], [], [], []]  # by the order the sockets joined (the relay's order)
+    by_web: list[list[float]] = [[] for _ in ports]  # student i sits on web process i % len(ports)
     for index, client in enumerate(students):
         last = -1
         for at, kind, seq in client.seat.decode:
@@ -216,6 +226,7 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
             if key in sniffer.published:
                 latencies.append((at - sniffer.published[key]) * 1000)
                 quarters[index * 4 // len(students)].append(latencies[-1])
+                by_web[index % len(ports)].append(latencies[-1])
             if seq is not None:
                 out_of_order += seq != last + 1
                 last = seq
@@ -241,6 +252,7 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
             shown_ms.append((shown - at) * 1000)
     for client in [console, *students]:
         client.sendClose()
+    seated = [len(range(i, len(students), len(ports))) + (i == 0) for i in range(len(ports))]  # the console on 0
     errors = [e for client in students for e in client.seat.errors]
     return {
         "sockets": len(students), "frames_expected": expected * len(students), "frames_received": received,
@@ -248,6 +260,13 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
         "latency_p50_ms": round(percentile(latencies, 50), 2), "latency_p99_ms": round(percentile(latencies, 99), 2),
         "latency_max_ms": round(max(latencies, default=float("nan")), 2),
         "latency_p50_by_join_quarter_ms": [round(percentile(q, 50), 2) for q in quarters],
+        # Per web process (its students; the console sits on the first): step latency, and the CPU it used while
+        # the run streamed, per frame per socket it wrote to (the sizing figure for docs/deploy.md).
+        "by_web": [{"sockets": n, "latency_p50_ms": round(percentile(lat, 50), 2),
+                    "latency_p99_ms": round(percentile(lat, 99), 2), "cpu_s_during_run": round(cpu, 2),
+                    "cpu_us_per_frame_per_socket": round(cpu * 1e6 / (expected * n), 1)}
+                   for n, lat, cpu in zip(seated, by_web, web_cpu, strict=True)],
+        "bench_client_cpu_s_during_run": round(client_cpu, 2),
         "answers_sent": len(sent), "answers_counted": counted,
         "histogram_p50_ms": round(percentile(shown_ms, 50), 1), "histogram_p99_ms": round(percentile(shown_ms, 99), 1),
         "errors": errors[:5],
@@ -294,7 +313,7 @@ def main() -> int:
         sniffer = Sniffer(env["REDIS_URL"], f"asgi__group__classroom.{prepared['code']}")
         sniffer.start()
         load_before = os.getloadavg()
-        figures = asyncio.run(run_class(ports, prepared, args, sniffer))
+        figures = asyncio.run(run_class(ports, prepared, args, sniffer, [proc.pid for proc in procs[:len(ports)]]))
         load_after = os.getloadavg()
     finally:
         if sniffer is not None:

@@ -114,12 +114,6 @@ def training_sources(metrics: Mapping[str, Any]) -> Sequence[str] | None:
     return [src for src, _ in pairs]
 
 
-def words_from_metrics(metrics: Mapping[str, Any]) -> frozenset[str] | None:
-    """The source words of the training split a model's metrics.json names; None when it cannot be rebuilt."""
-    side = training_side(metrics)
-    return None if side is None else side.words
-
-
 # -- the training side, built once ------------------------------------------------------------------------
 # Rebuilding a generated split and cutting its sources takes seconds (zh-en: about 2 s for the sentences, 1 s
 # for the cut): every worker start would pay it for each shipped model, and models of one task share it. So it

@@ -224,8 +224,7 @@ class SessionRelay:
         self._forget()
         self._keep(frames, [orjson.dumps(frame).decode() for frame in frames])
         self.complete = True
-        held = [i for i, step in enumerate(self.seqs) if self._at_or_past_hold(step)]
-        self.held_from = held[0] if held else None
+        self.held_from = next((i for i, step in enumerate(self.seqs) if self._at_or_past_hold(step)), None)
 
     def load_ended(self, request_id: str, frames: list[dict[str, Any]]) -> None:
         """An ended run's kept transcript, for a relay that started after it ended: its screens then get the state

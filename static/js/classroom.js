@@ -1,8 +1,9 @@
 // A live session's page, for the students (follow) and the instructor (console): the /ws/classroom/<code>/
 // socket, the output, the question card, and the playground's own views (playground_views.js).
-import { COLORS, plot } from "./figure_style.js";
+import { COLORS, drawFigureSets, plot } from "./figure_style.js";
 import { showJudgement } from "./playground_judgement.js";
 import { Views, applyAttentionFrame } from "./playground_views.js";
+import { track } from "./settled.js";
 import { liveSocket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
@@ -71,6 +72,8 @@ const handlers = {
     if (frame.score != null) $("cr-score").textContent = say("score", { n: frame.score });
     if (!frame.request_id) status(say("waiting"));
     fork(frame);
+    if (frame.lesson) showLesson(frame.lesson);
+    if (frame.demo) showDemo(frame.demo);
     page.setAttribute("aria-busy", "false"); // the session's state has come: the page shows what it holds
   },
   start(frame) {
@@ -146,9 +149,28 @@ const handlers = {
     } else {
       result.textContent = say("wrong", { answer: label(frame.answer) });
     }
+    if (frame.explanation) { // a lesson exercise: why its answer is right
+      const why = document.createElement("span");
+      why.className = "cr-explanation";
+      why.dataset.testid = "explanation";
+      why.textContent = ` ${say("explanation", { text: frame.explanation })}`;
+      result.append(why);
+    }
     if (frame.scores) scores(frame.scores);
   },
   question_closed: hideQuestion,
+  lesson: showLesson,
+  demo: showDemo,
+  demo_running() {
+    $("cr-lesson").hidden = false;
+    $("cr-lesson-demo").hidden = false;
+    $("cr-demo-status").textContent = say("demo_running");
+    $("cr-lesson-demo").setAttribute("aria-busy", "true");
+  },
+  demo_refused() {
+    $("cr-demo-status").textContent = say("demo_refused");
+    $("cr-lesson-demo").setAttribute("aria-busy", "false");
+  },
   presence(frame) {
     if (!console_) return;
     $("cr-present").textContent = frame.count;
@@ -260,7 +282,7 @@ function showQuestion(question, mine) {
   state.question = { ...question };
   state.mine = mine ?? null;
   $("cr-question").hidden = false;
-  $("cr-q-title").textContent = strings.kinds[question.kind] || question.kind;
+  $("cr-q-title").textContent = question.exercise ? strings.kinds.exercise : strings.kinds[question.kind] || question.kind;
   $("cr-q-prompt").textContent = question.prompt || "";
   $("cr-q-result").textContent = mine ? say("your_answer", { answer: label(mine) }) : "";
   $("cr-q-result").className = "cr-result";
@@ -307,10 +329,12 @@ function drawOptions() {
     button.classList.toggle("mine", option === state.mine);
     button.classList.toggle("answer", option === question.answer);
     const closed = question.answer != null || (state.mine != null && !console_);
-    button.disabled = closed && !(console_ && question.kind === "choice" && question.answer == null);
+    // The console reveals a multiple-choice question by naming its right option; an exercise's is the lesson's own.
+    const names = console_ && question.kind === "choice" && !question.exercise;
+    button.disabled = closed && !(names && question.answer == null);
     button.addEventListener("click", () => {
       if (console_) {
-        if (question.kind === "choice") send({ type: "reveal", answer: option }); // the right option, revealed
+        if (names) send({ type: "reveal", answer: option }); // the right option, revealed
       } else {
         send({ type: "answer", question: question.id, choice: option });
       }
@@ -356,6 +380,75 @@ if (typed) {
     const value = $("cr-q-typed-input").value.trim();
     if (value && state.question) send({ type: "answer", question: state.question.id, choice: value });
   });
+}
+
+// -- the lesson, taught live -----------------------------------------------------------------------
+
+// The part of a lesson page the console put on every screen: read from the page itself (in this reader's
+// language), from its heading to the next one, without the page's own demonstration forms (the class's
+// demonstration is the console's, below it). A later part replaces one still loading.
+let lessonShown = 0;
+
+function partOf(doc, part) {
+  const article = doc.querySelector("article.lesson");
+  if (!article) return [];
+  const start = part ? article.querySelector(`h2[id="${CSS.escape(part)}"]`) : article.firstElementChild;
+  const nodes = [];
+  for (let node = start; node; node = node.nextElementSibling) {
+    if (node !== start && (node.tagName === "H2" || node.matches(".exercises, section"))) break;
+    nodes.push(node);
+  }
+  return nodes;
+}
+
+function showLesson(frame) {
+  const shown = ++lessonShown;
+  $("cr-lesson").hidden = false;
+  $("cr-lesson").dataset.page = frame.page;
+  $("cr-lesson").dataset.part = frame.part;
+  $("cr-lesson-link").href = frame.part ? `${frame.url}#${frame.part}` : frame.url;
+  $("cr-lesson-demo").hidden = true; // a new part: the last demonstration was about another one
+  const box = $("cr-lesson-part");
+  box.setAttribute("aria-busy", "true");
+  track(fetch(frame.url, { credentials: "same-origin" }).then(async (response) => {
+    if (!response.ok) throw new Error(String(response.status));
+    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    if (shown !== lessonShown) return;
+    const nodes = partOf(doc, frame.part).map((node) => document.importNode(node, true));
+    for (const node of nodes) node.querySelectorAll(".demo, script:not([type='application/json'])").forEach((e) => e.remove());
+    box.replaceChildren(...nodes.filter((node) => !node.matches(".demo")));
+    if (!nodes.length) throw new Error("no such part");
+    drawFigureSets(box);
+  }).catch(() => {
+    if (shown === lessonShown) box.textContent = say("lesson_failed");
+  }).finally(() => {
+    if (shown === lessonShown) box.setAttribute("aria-busy", "false");
+  }));
+}
+
+// The demonstration the console ran for the class: drawn from the session (one worker job for everyone).
+let demoShown = 0;
+
+function showDemo(frame) {
+  const shown = ++demoShown;
+  const panel = $("cr-lesson-demo");
+  $("cr-lesson").hidden = false;
+  panel.hidden = false;
+  panel.dataset.n = String(frame.n);
+  panel.setAttribute("aria-busy", "true");
+  $("cr-demo-status").textContent = say("demo_from", { model: frame.model });
+  track(fetch(frame.url, { credentials: "same-origin" }).then(async (response) => {
+    if (!response.ok) throw new Error(String(response.status));
+    const html = await response.text();
+    if (shown !== demoShown) return;
+    const result = $("cr-demo-result");
+    result.innerHTML = html; // the server's own fragment: every value in it escaped by the template
+    drawFigureSets(result);
+  }).catch(() => {
+    if (shown === demoShown) $("cr-demo-status").textContent = say("demo_refused");
+  }).finally(() => {
+    if (shown === demoShown) panel.setAttribute("aria-busy", "false");
+  }));
 }
 
 // -- the console -----------------------------------------------------------------------------------
@@ -411,6 +504,22 @@ if (console_) {
   for (const chipButton of document.querySelectorAll("[data-example]")) {
     chipButton.addEventListener("click", () => { $("cr-source").value = chipButton.dataset.example; });
   }
+  const part = $("cr-part");
+  const demoOfPart = () => part.selectedOptions[0]?.dataset.demo || "";
+  const partChosen = () => { $("cr-demo-controls").hidden = !demoOfPart(); };
+  part.addEventListener("change", partChosen);
+  partChosen();
+  $("cr-lesson-show").addEventListener("click", () => {
+    const [pageName, partName] = part.value.split("#");
+    send({ type: "lesson", page: pageName, part: partName });
+  });
+  $("cr-demo-run").addEventListener("click", () => {
+    if (demoOfPart()) send({ type: "demo", kind: demoOfPart(), sentence: $("cr-demo-sentence").value });
+  });
+  $("cr-exercise-ask").addEventListener("click", () => {
+    send({ type: "exercise", exercise: $("cr-exercise").value,
+           lang: document.documentElement.lang.startsWith("zh") ? "zh-hans" : "en" });
+  });
   for (const ask of document.querySelectorAll("[data-ask]")) {
     ask.addEventListener("click", () => {
       const frame = { type: "question", kind: ask.dataset.ask };

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.demo import PASSWORD, sign_in
+from tests.fixtures.demo import PASSWORD, console_opened, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -26,13 +26,7 @@ def test_two_students_follow_the_instructor_step_by_step_and_answer_a_question(
         asgi_server, demo, zh_en, page_factory, start_worker):
     start_worker("interactive")
     teacher = page_factory("en-US")
-    sign_in(teacher, asgi_server, "instructor")
-    teacher.goto(asgi_server + "/classroom/")
-    teacher.fill("input[name=title]", "Monday class")
-    teacher.select_option("select[name=model]", zh_en)
-    teacher.get_by_test_id("create").click()
-    teacher.wait_for_url("**/console/")
-    code = teacher.get_by_test_id("join-code").inner_text().strip()
+    code = console_opened(teacher, asgi_server, "Monday class", zh_en)
     assert teacher.locator("[data-testid=qr] svg").count() == 1
 
     ann = page_factory("en-US")  # joins with the code typed in lower case

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.demo import sign_in
+from tests.fixtures.demo import console_opened, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -18,13 +18,7 @@ def test_the_end_asks_first_the_student_is_told_and_the_history_keeps_the_run(
         asgi_server, demo, zh_en, page_factory, start_worker):
     start_worker("interactive")
     teacher = page_factory("en-US")
-    sign_in(teacher, asgi_server, "instructor")
-    teacher.goto(asgi_server + "/classroom/")
-    teacher.fill("input[name=title]", "Friday class")
-    teacher.select_option("select[name=model]", zh_en)
-    teacher.get_by_test_id("create").click()
-    teacher.wait_for_url("**/console/")
-    code = teacher.get_by_test_id("join-code").inner_text().strip()
+    code = console_opened(teacher, asgi_server, "Friday class", zh_en)
 
     mei = page_factory("zh-CN")
     sign_in(mei, asgi_server, "student")

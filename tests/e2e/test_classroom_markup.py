@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.demo import sign_in
+from tests.fixtures.demo import console_opened, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -27,13 +27,7 @@ def chart(page) -> dict:
 def test_a_typed_answer_with_markup_is_drawn_as_its_text(asgi_server, demo, zh_en, page_factory, start_worker):
     start_worker("interactive")
     teacher = page_factory("en-US")
-    sign_in(teacher, asgi_server, "instructor")
-    teacher.goto(asgi_server + "/classroom/")
-    teacher.fill("input[name=title]", "Markup")
-    teacher.select_option("select[name=model]", zh_en)
-    teacher.get_by_test_id("create").click()
-    teacher.wait_for_url("**/console/")
-    code = teacher.get_by_test_id("join-code").inner_text().strip()
+    code = console_opened(teacher, asgi_server, "Markup", zh_en)
     students = []
     for name in ("student", "student2"):
         page = page_factory("en-US")

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from webapp.classroom import history, questions, services
+from webapp.classroom import history, lesson_steps, questions, services
 from webapp.classroom import socket_state as stored
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
@@ -40,7 +40,8 @@ from webapp.playground.services import (
 
 log = logging.getLogger(__name__)
 
-CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end")
+CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end", "lesson", "demo",
+                   "exercise")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
 STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
 
@@ -270,8 +271,10 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     question = await _db(questions.open_question)(session)
     if question is None:
         raise ClassroomError("not_open", "no question is open")
-    options = question.options
-    if question.kind == Question.CHOICE:
+    options, explained = question.options, lesson_steps.exercise_answer(question)
+    if explained is not None:  # a lesson exercise: its own right option, and why
+        answer = explained[0]
+    elif question.kind == Question.CHOICE:
         answer = frame.get("answer")
         if answer not in question.options:
             raise ClassroomError("bad_params", "name the right option (answer) to reveal a multiple-choice question")
@@ -289,6 +292,8 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     counts = await _db(questions.answer_counts)(question)
     reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": answer,
               "counts": counts, "total": sum(counts.values())}
+    if explained is not None:
+        reveal["explanation"] = explained[1]
     await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
 
 
@@ -314,6 +319,30 @@ async def console_end(socket: Caller, session: LiveSession, frame: dict[str, Any
     await _cancel_running(socket, session)
     ended = await _db(history.session_end_keeping_runs)(session=session)
     await publish(socket.code, {"type": "ended", "reason": ended.end_reason})
+
+
+async def console_lesson(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    """A lesson page's part on every screen (lesson_steps.py)."""
+    lesson = await _db(lesson_steps.lesson_show)(session=session, frame=frame)
+    await publish(socket.code, lesson_steps.lesson_frame(lesson))
+
+
+async def console_demo(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    """A demonstration run once for the class: every screen is told it is computing, then draws its result (or the
+    console hears why it was refused, and the screens that it was)."""
+    await publish(socket.code, {"type": "demo_running", "kind": frame.get("kind")})
+    try:
+        demo = await _db(lesson_steps.demo_for_class)(session=session, user=socket.user, frame=frame)
+    except ClassroomError:
+        await publish(socket.code, {"type": "demo_refused", "kind": frame.get("kind")})
+        raise
+    await publish(socket.code, lesson_steps.demo_frame(session, demo))
+
+
+async def console_exercise(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    """A lesson exercise asked as a multiple-choice question; the reveal names its right option and explains it."""
+    question = await _db(lesson_steps.exercise_ask)(session=session, frame=frame)
+    await publish(socket.code, stored.public_question(question))
 
 
 # -- participants ------------------------------------------------------------------------------------------

@@ -30,6 +30,10 @@ class SessionState:
     running: bool = False  # that run is decoding now
     tokens: list[str] = field(default_factory=list)  # its output tokens, once it ended
     driver: int | None = None  # the user who started it (their decode slot)
+    # The lesson part on every screen ({"page", "part"}) and the demonstration run for the class there ({"kind",
+    # "model", "params", "result", "cached"}, or None): see docs/classroom-socket.md, `lesson` and `demo`.
+    lesson: dict[str, Any] | None = None
+    demo: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> SessionState:
@@ -135,6 +139,7 @@ class Question(models.Model):
     head = models.CharField(max_length=8, default="mean")
     status = models.CharField(max_length=10, default=OPEN)
     answer = models.CharField(max_length=200, blank=True)
+    exercise = models.CharField(max_length=40, blank=True, help_text="The lesson exercise it asks, if any.")
     created_at = models.DateTimeField(auto_now_add=True)
     revealed_at = models.DateTimeField(null=True, blank=True)
 

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from webapp.accounts.roles import user_now
-from webapp.classroom import history, questions, services
+from webapp.classroom import history, lesson_steps, questions, services
 from webapp.classroom.models import LiveSession, Question, Run
 from webapp.classroom.relay import SessionRelay
 from webapp.classroom.reveal import next_token_options
@@ -63,7 +63,8 @@ def score_of_user(code: str, user_id: int) -> int:
 def public_question(question: Question) -> dict[str, Any]:
     """A question as every screen sees it (never the answer before the reveal)."""
     return {"type": "question", "id": question.pk, "kind": question.kind, "prompt": question.prompt,
-            "options": question.options, "seq": question.seq, "layer": question.layer, "head": question.head}
+            "options": question.options, "seq": question.seq, "layer": question.layer, "head": question.head,
+            "exercise": question.exercise or None}
 
 
 def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay) -> dict[str, Any]:
@@ -75,6 +76,7 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay)
         "role": "console" if drives else "student", "source": state.source, "params": state.params,
         "views": state.views, "layer": state.layer, "head": state.head, "request_id": state.request_id,
         "running": bool(state.running), "question": None, "presence": 0,
+        "lesson": lesson_steps.lesson_frame(state.lesson), "demo": lesson_steps.demo_frame(session, state.demo),
     }
     if question is not None:
         public = public_question(question)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("<str:code>/", views.follow, name="follow"),
     path("<str:code>/console/", views.console, name="console"),
     path("<str:code>/end/", views.end, name="end"),
+    path("<str:code>/demo/", views.demo, name="demo"),
     path("<str:code>/history/", views.history, name="history"),
     path("<str:code>/history/answers.csv", views.answers_csv, name="answers_csv"),
 ]

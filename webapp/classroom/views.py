@@ -192,9 +192,20 @@ def console(request: HttpRequest, code: str) -> HttpResponse:
         "session": session, "join_url": join_url, "qr": services.qr_svg(join_url), "models": models,
         "examples": examples_for(chosen.task) if chosen else [], "views": VIEWS, "strings": _strings(),
         "max_chars": settings.PLAYGROUND_MAX_SOURCE_CHARS, "max_beams": MAX_BEAMS,
-        "idle_hours": settings.CLASSROOM_IDLE_HOURS,
+        "idle_hours": settings.CLASSROOM_IDLE_HOURS, **_lesson_controls(request),
     }
     return render(request, "classroom/console.html", context)
+
+
+def _lesson_controls(request: HttpRequest) -> dict[str, Any]:
+    """What the console's lesson controls list: each page with its parts (and their demonstrations) and exercises."""
+    from webapp.lesson import content
+    from webapp.lesson.parts import lesson_parts
+    from webapp.lesson.services import DEFAULT_SENTENCE, DEMO_MAX_CHARS
+
+    pages = [{"slug": page, "title": str(content.PAGE_TITLES[page]), "parts": parts,
+              "exercises": content.exercises(page, [])} for page, parts in lesson_parts().items()]
+    return {"lesson_parts": pages, "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS}
 
 
 @signed_in
@@ -260,6 +271,23 @@ def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@signed_in
+@by_code
+def demo(request: HttpRequest, code: str) -> HttpResponse:
+    """The demonstration the console ran for the class, drawn as the lesson page draws a student's own, in this
+    reader's language: from the session's state, never a worker (it was computed once, for everyone)."""
+    from webapp.lesson.figures import figures_for
+
+    session = _session_or_404(request, code)
+    _may_read(request, session)
+    shown = session.run_state.demo
+    if not shown:
+        return render(request, "classroom/partials/no_demo.html")
+    context = {"kind": shown["kind"], "result": shown["result"], "cached": shown["cached"],
+               "figures": figures_for(shown["kind"], shown["result"]), "for_class": True}
+    return render(request, f"lesson/partials/demo_{shown['kind']}.html", context)
+
+
 def _strings() -> dict[str, Any]:
     """The pages' script messages, in the reader's language; the views' own come from the playground."""
     return {
@@ -281,12 +309,18 @@ def _strings() -> dict[str, Any]:
         "yes": _("yes"),
         "no": _("no"),
         "type_token": _("or type a token"),
+        "demo_running": _("The instructor is running the demonstration on the model…"),
+        "demo_refused": _("The demonstration could not run; the instructor was told why."),
+        "demo_from": _("Run for the class on {model}."),
+        "lesson_failed": _("This part of the lesson could not be loaded."),
+        "explanation": _("Why: {text}"),
         "send": _("Answer"),
         "kinds": {
             "next_token": _("What is the next token?"),
             "attention": _("Which source token will the next token attend to most?"),
             "stop": _("Will the model stop here?"),
             "choice": _("Question"),
+            "exercise": _("Exercise"),
         },
         "error_codes": {
             "forbidden": _("only the instructor can do that"),

@@ -203,37 +203,49 @@ def glossary() -> list[dict[str, str]]:
 EXERCISES: dict[str, list[dict[str, Any]]] = {
     "overview": [
         {"id": "overview-1", "q": _("How many sublayers does each encoder layer have here, and each decoder layer? Count them in the picture."),
-         "a": _("Two in the encoder (self-attention, FFN), three in the decoder (masked self-attention, cross-attention, FFN), each wrapped in a residual and a norm.")},
+         "a": _("Two in the encoder (self-attention, FFN), three in the decoder (masked self-attention, cross-attention, FFN), each wrapped in a residual and a norm."),
+         "options": [_("2 and 2"), _("2 and 3"), _("3 and 3")], "right": 1},
         {"id": "overview-2", "q": _("How many times d_model is d_ff in the paper, and in the model here?"),
-         "a": _("In the paper 2048/512 = 4; here 256/128 = 2 (see the settings table).")},
+         "a": _("In the paper 2048/512 = 4; here 256/128 = 2 (see the settings table)."),
+         "options": [_("4 and 4"), _("2 and 4"), _("4 and 2")], "right": 2},
     ],
     "encoder": [
         {"id": "encoder-1", "q": _("After dividing a row's raw scores by √d_k, is the softmax sharper or flatter than it would be without the division?"),
-         "a": _("Flatter: the gaps between scores shrink by √d_k, so the largest no longer takes almost all the weight.")},
+         "a": _("Flatter: the gaps between scores shrink by √d_k, so the largest no longer takes almost all the weight."),
+         "options": [_("Sharper"), _("Flatter"), _("The same")], "right": 1},
         {"id": "encoder-2", "q": _("Does the encoder's attention matrix have a masked (always 0) upper triangle?"),
-         "a": _("No: the encoder is bidirectional; every position may look at every position (only <pad> would be hidden).")},
+         "a": _("No: the encoder is bidirectional; every position may look at every position (only <pad> would be hidden)."),
+         "options": [_("Yes, as in the decoder"), _("No: every position sees every position")], "right": 1},
         {"id": "encoder-3", "q": _("About what share of the FFN's middle units are 0 after the ReLU?"),
-         "a": _("Far more than half. On 我的猫追了一只老鼠。 zh-en-post leaves 0.83 to 1.00 of a token's middle units at 0 (the average of each layer: 0.93, 0.95, 0.97); zh-en-pre and zh-en-hsk are much the same (0.87 to 0.94 by layer). Each token lights a small set of units; some light none, and the FFN then gives only its bias b₂.")},
+         "a": _("Far more than half. On 我的猫追了一只老鼠。 zh-en-post leaves 0.83 to 1.00 of a token's middle units at 0 (the average of each layer: 0.93, 0.95, 0.97); zh-en-pre and zh-en-hsk are much the same (0.87 to 0.94 by layer). Each token lights a small set of units; some light none, and the FFN then gives only its bias b₂."),
+         "options": [_("Under a tenth"), _("About half"), _("Far more than half")], "right": 2},
     ],
     "decoder": [
         {"id": "decoder-1", "q": _("Why is everything above the diagonal of the masked self-attention 0?"),
-         "a": _("The causal mask sets future positions' scores to −∞, which the softmax turns into 0.")},
+         "a": _("The causal mask sets future positions' scores to −∞, which the softmax turns into 0."),
+         "options": [_("The model learned to ignore the future"), _("The causal mask sets their scores to −∞"), _("They are padding")], "right": 1},
         {"id": "decoder-2", "q": _("In the training comparison the unmasked model has the lower training loss. Why does it generate badly?"),
-         "a": _("In training it could see the next target token and copy it; when generating, that token does not exist yet, and it never learned to predict it.")},
+         "a": _("In training it could see the next target token and copy it; when generating, that token does not exist yet, and it never learned to predict it."),
+         "options": [_("It saw the next target token and copied it"), _("It overfitted the training sentences"), _("Its learning rate was too high")], "right": 0},
         {"id": "decoder-3", "q": _("In the padding demonstration, how much does the shorter sentence's encoding differ between the batch and alone?"),
-         "a": _("Only by rounding (within about 1e-6): the padding mask keeps <pad> from affecting the real positions.")},
+         "a": _("Only by rounding (within about 1e-6): the padding mask keeps <pad> from affecting the real positions."),
+         "options": [_("By a few percent"), _("Completely: the padding changes it"), _("Only by rounding (about 1e-6)")], "right": 2},
     ],
     "residual-norm": [
         {"id": "residual-1", "q": _("Without residuals, does the distance from the input grow layer after layer?"),
-         "a": _("No: it jumps at the first layer and then stays about level; what falls is how distinct the positions are.")},
+         "a": _("No: it jumps at the first layer and then stays about level; what falls is how distinct the positions are."),
+         "options": [_("Yes, steadily"), _("It jumps at the first layer, then stays about level"), _("It falls to zero")], "right": 1},
         {"id": "residual-2", "q": _("After LayerNorm, what are each position's mean and variance? Which buffers does it keep?"),
-         "a": _("0 and 1 before γ and β; after them, whatever γ and β make it. It keeps no buffers (no running statistics); its parameters are weight (γ) and bias (β) only.")},
+         "a": _("0 and 1 before γ and β; after them, whatever γ and β make it. It keeps no buffers (no running statistics); its parameters are weight (γ) and bias (β) only."),
+         "options": [_("0 and 1 before γ and β; no running buffers"), _("0 and 1 after γ and β; running averages kept"), _("Whatever the batch gives")], "right": 0},
     ],
     "questions": [
         {"id": "questions-1", "q": _("Change the sentence to one of another length than its partner: does BatchNorm's shift change in training mode? In inference mode? LayerNorm's?"),
-         "a": _("In training mode BatchNorm's shift moves with whatever shares the batch and its padding; in inference mode (running averages) it stays 0, as LayerNorm's does. The two BatchNorm modes still give the same token different vectors.")},
+         "a": _("In training mode BatchNorm's shift moves with whatever shares the batch and its padding; in inference mode (running averages) it stays 0, as LayerNorm's does. The two BatchNorm modes still give the same token different vectors."),
+         "options": [_("It moves with the batch in training, 0 in inference"), _("It never changes"), _("It moves in both modes")], "right": 0},
         {"id": "questions-2", "q": _("d_ff = 1×, 2×, 4× d_model: which ends with the lowest training loss, and how many more parameters does the widest take?"),
-         "a": _("Read the table: on this easy copy task the widest, 4×, does not end with the lowest loss. With the default settings (seed 0, 300 steps) 1× ends lowest and 4× highest, while 4× takes about two thirds more parameters than 1× (61,848 against 36,888). Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one.")},
+         "a": _("Read the table: on this easy copy task the widest, 4×, does not end with the lowest loss. With the default settings (seed 0, 300 steps) 1× ends lowest and 4× highest, while 4× takes about two thirds more parameters than 1× (61,848 against 36,888). Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."),
+         "options": [_("4×, the widest"), _("1×, the narrowest"), _("All end level")], "right": 1},
     ],
     "glossary": [],
 }
@@ -246,3 +258,30 @@ def exercises(page: str, revealed: list[str]) -> list[dict[str, Any]]:
 
 def exercise_page(exercise_id: str) -> str | None:
     return next((page for page, items in EXERCISES.items() if any(e["id"] == exercise_id for e in items)), None)
+
+
+def exercise_question(exercise_id: str) -> dict[str, Any] | None:
+    """An exercise as a multiple-choice question, in the active language: its prompt, options and the right option
+    (None for an unknown exercise). The options keep their order in every language, so the right one is found by
+    its place (exercise_right)."""
+    page = exercise_page(exercise_id)
+    if page is None:
+        return None
+    item = next(e for e in EXERCISES[page] if e["id"] == exercise_id)
+    options = [str(o) for o in item["options"]]
+    return {"id": exercise_id, "page": page, "prompt": str(item["q"]), "options": options,
+            "right": options[item["right"]], "explanation": str(item["a"])}
+
+
+def exercise_right(exercise_id: str, options: list[str]) -> tuple[str, str] | None:
+    """The right option among `options` (as the question was asked, in whichever language) and the exercise's
+    explanation in that language; None when the options are not this exercise's."""
+    from django.conf import settings
+    from django.utils import translation
+
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            asked = exercise_question(exercise_id)
+        if asked is not None and asked["options"] == options:
+            return asked["right"], asked["explanation"]
+    return None

@@ -14,6 +14,7 @@ from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
 from webapp.lesson.figures import arm_label, arm_names, figures_for, masks_figure, stacks_figure
 from webapp.lesson.models import TrainingRun
+from webapp.lesson.parts import TEMPLATES
 from webapp.lesson.services import (
     DEFAULT_MODEL,
     DEFAULT_SENTENCE,
@@ -32,9 +33,6 @@ from webapp.lesson.services import (
 )
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
-
-TEMPLATES = {"overview": "overview", "encoder": "encoder", "decoder": "decoder", "residual-norm": "residual_norm",
-             "questions": "questions", "glossary": "glossary"}
 
 
 def _model_card(request: HttpRequest) -> dict[str, Any]:

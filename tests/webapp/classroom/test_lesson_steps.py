@@ -1,0 +1,114 @@
+"""The lesson taught live (`lesson`, `demo`, `exercise` console frames): a part of a lesson page on every screen, its
+demonstration run once for the class and drawn on every screen from the session, an exercise asked and revealed."""
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async as db
+
+from tests.fixtures.classroom import seat, until
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+async def until_error(ws):
+    """The next `error` frame, past the others (presence, the session's events)."""
+    while True:
+        frame = await ws.receive_json_from(timeout=30)
+        if frame["type"] == "error":
+            return frame
+
+
+
+async def test_a_lesson_part_reaches_every_screen_and_a_late_joiner_and_bad_parts_are_refused(
+        session, instructor, make_student):
+    console, _ = await seat(session, instructor)
+    ann = await db(make_student)("ann")
+    ws_ann, first = await seat(session, ann)
+    assert first["lesson"] is None and first["demo"] is None  # nothing shown yet
+    await console.send_json_to({"type": "lesson", "page": "encoder", "part": "attention"})
+    expected = {"type": "lesson", "page": "encoder", "part": "attention", "url": "/lesson/encoder/"}
+    assert await until(console, "lesson") == expected
+    assert await until(ws_ann, "lesson") == expected
+    bob = await db(make_student)("bob")
+    ws_bob, late = await seat(session, bob)  # joins afterwards: the part is in the first frame
+    assert late["lesson"] == expected
+    for bad in ({"page": "encoder", "part": "no-such-part"}, {"page": "nowhere", "part": ""}, {"page": 3},
+                {"page": "decoder", "part": ["mask"]}):
+        await console.send_json_to({"type": "lesson", **bad})
+        assert (await until_error(console))["code"] == "bad_params", bad
+    await console.send_json_to({"type": "lesson", "page": "residual-norm", "part": ""})  # the socket is still open
+    assert (await until(ws_bob, "lesson"))["url"] == "/lesson/residual-norm/"
+    for action in ({"type": "lesson", "page": "encoder", "part": "ffn"}, {"type": "demo", "kind": "encoder"},
+                   {"type": "exercise", "exercise": "encoder-1"}):
+        await ws_ann.send_json_to(action)
+        assert (await until_error(ws_ann))["code"] == "forbidden", action
+    for ws in (console, ws_ann, ws_bob):
+        await ws.disconnect()
+
+
+async def test_an_exercise_is_asked_in_the_consoles_language_and_revealed_with_its_own_right_option_and_why(
+        session, instructor, make_student):
+    console, _ = await seat(session, instructor)
+    right, wrong = await db(make_student)("ann"), await db(make_student)("bob")
+    ws_right, _ = await seat(session, right)
+    ws_wrong, _ = await seat(session, wrong)
+    await console.send_json_to({"type": "exercise", "exercise": "nowhere-9"})
+    assert (await until_error(console))["code"] == "bad_params"
+    await console.send_json_to({"type": "exercise", "exercise": "encoder-1", "lang": "zh-hans"})
+    asked = await until(ws_right, "question")
+    assert asked["exercise"] == "encoder-1" and asked["kind"] == "choice"
+    assert "√d_k" in asked["prompt"] and len(asked["options"]) == 3
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in option) for option in asked["options"]), asked["options"]
+    flatter = asked["options"][1]  # the lesson's right option (the middle one), in Chinese
+    await ws_right.send_json_to({"type": "answer", "question": asked["id"], "choice": flatter})
+    await until(ws_right, "answered")
+    await until(ws_wrong, "question")
+    await ws_wrong.send_json_to({"type": "answer", "question": asked["id"], "choice": asked["options"][0]})
+    await until(ws_wrong, "answered")
+    # Naming another option does not change an exercise's answer: it is the lesson's.
+    await console.send_json_to({"type": "reveal", "answer": asked["options"][2]})
+    reveal = await until(ws_right, "reveal")
+    assert reveal["answer"] == flatter and reveal["you"]["correct"] is True
+    assert "√d_k" in reveal["explanation"] and any("\u4e00" <= ch <= "\u9fff" for ch in reveal["explanation"])
+    assert (await until(ws_wrong, "reveal"))["you"]["correct"] is False
+    assert (await until(console, "reveal"))["counts"] == {asked["options"][0]: 1, flatter: 1, asked["options"][2]: 0}
+    for ws in (console, ws_right, ws_wrong):
+        await ws.disconnect()
+
+
+@pytest.mark.services
+@pytest.mark.slow
+async def test_a_demonstration_runs_once_for_the_class_and_every_screen_draws_it_from_the_session(
+        session, instructor, make_student, zh_en, start_worker, client_as, django_user_model):
+    from webapp.lesson.models import DemoResult
+
+    await db(start_worker)("demonstrations")
+    console, _ = await seat(session, instructor)
+    students = [await db(make_student)(name) for name in ("ann", "bob", "cai")]
+    sockets = [(await seat(session, user))[0] for user in students]
+    await console.send_json_to({"type": "demo", "kind": "encoder", "sentence": "我的猫追了一只老鼠。", "layer": 1})
+    for ws in sockets:
+        assert (await until(ws, "demo_running"))["kind"] == "encoder"
+        shown = await until(ws, "demo", timeout=60)
+        assert shown["n"] == 1 and shown["cached"] is False and shown["params"]["layer"] == 1
+    assert await db(DemoResult.objects.count)() == 1  # one worker job for the whole class
+    for user in students:  # each screen reads the figures from the session, in its own language
+        page = (await db(lambda u=user: client_as(u).get(shown["url"]))())
+        html = page.content.decode()
+        assert page.status_code == 200 and 'data-testid="plot-' in html and "Computed just now" in html
+    outsider = await db(django_user_model.objects.create_user)("outsider")
+    assert (await db(lambda: client_as(outsider).get(shown["url"]))()).status_code == 403
+    await console.send_json_to({"type": "demo", "kind": "encoder", "sentence": "我的猫追了一只老鼠。", "layer": 1})
+    again = await until(sockets[0], "demo", timeout=30)
+    assert again["n"] == 2 and again["cached"] is True  # the lesson's cache answered it
+    assert await db(DemoResult.objects.count)() == 1
+    await console.send_json_to({"type": "demo", "kind": "encoder", "sentence": "猫" * 61})  # too long: refused
+    error = await until_error(console)
+    assert error["code"] == "source_too_long"
+    assert (await until(sockets[1], "demo_refused"))["kind"] == "encoder"
+    await console.send_json_to({"type": "lesson", "page": "decoder", "part": "cross"})
+    assert (await until(sockets[2], "lesson"))["part"] == "cross"
+    late, first = await seat(session, await db(make_student)("dan"))
+    assert first["demo"] is None  # a new part: the last demonstration went off with the old one
+    for ws in (console, late, *sockets):
+        await ws.disconnect()

@@ -1,0 +1,106 @@
+"""The lesson taught live: the console puts a part of a lesson page on every screen (`lesson`), runs the part's
+demonstration once for the whole class (`demo`), and asks a page's exercise as a multiple-choice question
+(`exercise`). See docs/classroom-socket.md.
+
+A demonstration for the class is one request on the `demonstrations` queue, made in the instructor's name (their
+limits, the lesson's cache); its result is kept in the session's state, and every screen draws it from there
+(GET /classroom/<code>/demo/), so the worker does what one student's Run costs whatever the class's size."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from django.utils import translation
+
+from webapp.classroom import questions, services
+from webapp.classroom.errors import ClassroomError
+from webapp.classroom.models import LiveSession, Question
+from webapp.lesson.content import exercise_question, exercise_right
+from webapp.lesson.parts import TEMPLATES, lesson_part
+from webapp.lesson.services import DEFAULT_MODEL, DEMO_KINDS, DemoRefused, demo_params, demo_run
+
+DEMO_FIELDS = ("sentence", "partner", "layer", "head", "query", "norm")
+
+
+def lesson_frame(lesson: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The `lesson` frame every screen gets for the part on show (None: no part has been shown)."""
+    if not lesson:
+        return None
+    url = reverse(f"lesson:{TEMPLATES[lesson['page']]}")
+    return {"type": "lesson", "page": lesson["page"], "part": lesson["part"], "url": url}
+
+
+def lesson_show(*, session: LiveSession, frame: dict[str, Any]) -> dict[str, Any]:
+    """A console's `lesson` frame: the named part goes on every screen (the class's last demonstration goes off)."""
+    part = lesson_part(frame.get("page"), frame.get("part", ""))
+    if part is None:
+        raise ClassroomError("bad_params", "name a lesson page (overview, encoder, decoder, residual-norm, questions, "
+                                           "glossary) and one of its parts")
+    lesson = {"page": part.page, "part": part.id}
+    services.session_state_update(session=session, lesson=lesson, demo=None)
+    return lesson
+
+
+def demo_frame(session: LiveSession, demo: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The `demo` frame for the class's demonstration (its figures are read from `url`)."""
+    if not demo:
+        return None
+    return {"type": "demo", "kind": demo["kind"], "model": demo["model"], "params": demo["params"],
+            "cached": demo["cached"], "n": demo["n"], "url": reverse("classroom:demo", args=[session.code])}
+
+
+def _raw(frame: dict[str, Any]) -> dict[str, str]:
+    raw: dict[str, str] = {}
+    for name in DEMO_FIELDS:
+        value = frame.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise ClassroomError("bad_params", f"{name} must be text or a whole number")
+        raw[name] = str(value)
+    return raw
+
+
+def demo_for_class(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> dict[str, Any]:
+    """A console's `demo` frame: the demonstration computed (or read from the lesson's cache) in the instructor's
+    name and kept as the session's; the refusal a student's Run would get (bad input, limits, busy) otherwise."""
+    kind = frame.get("kind")
+    if kind not in DEMO_KINDS:
+        raise ClassroomError("bad_params", f"kind must be one of: {', '.join(DEMO_KINDS)}")
+    model = frame.get("model") or DEFAULT_MODEL
+    if not isinstance(model, str):
+        raise ClassroomError("bad_params", "model must be a model's name")
+    raw = _raw(frame)
+    try:
+        params = demo_params(raw)
+        answer = demo_run(user=user, kind=kind, model_name=model, raw=raw)
+    except DemoRefused as refusal:
+        raise ClassroomError(refusal.code, str(refusal)) from refusal
+    before = session.run_state.demo or {}
+    demo = {"kind": kind, "model": model, "params": params, "result": answer.result, "cached": answer.cached,
+            "n": int(before.get("n", 0)) + 1}
+    services.session_state_update(session=session, demo=demo)
+    return demo
+
+
+def exercise_ask(*, session: LiveSession, frame: dict[str, Any]) -> Question:
+    """A console's `exercise` frame: the exercise opens as a multiple-choice question, in the console's language
+    (`lang`, default English); the right option is the exercise's own."""
+    language = frame.get("lang") if frame.get("lang") in ("en", "zh-hans") else "en"
+    with translation.override(language):
+        exercise = exercise_question(frame.get("exercise")) if isinstance(frame.get("exercise"), str) else None
+    if exercise is None:
+        raise ClassroomError("bad_params", "no lesson exercise has this id")
+    spec = questions.QuestionSpec(kind=Question.CHOICE, prompt=exercise["prompt"][:300], options=exercise["options"])
+    question = questions.question_open(session=session, spec=spec, request_id=None, seq=None)
+    question.exercise = exercise["id"]
+    question.save(update_fields=["exercise"])
+    return question
+
+
+def exercise_answer(question: Question) -> tuple[str, str] | None:
+    """For a question that asks an exercise: its right option (the lesson's, whatever option the console names) and
+    the exercise's explanation, in the language it was asked in; None for any other question."""
+    if not question.exercise:
+        return None
+    return exercise_right(question.exercise, list(question.options))

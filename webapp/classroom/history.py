@@ -10,9 +10,10 @@ from typing import Any
 from django.utils import timezone
 
 from webapp.classroom import services
-from webapp.classroom.models import Answer, LiveSession, Question, Run
+from webapp.classroom.models import Answer, LiveSession, Participant, Question, Run
 from webapp.classroom.questions import answer_counts, open_question
 from webapp.classroom.relay import STEP_TYPES
+from webapp.lesson.content import exercise_right
 from webapp.playground.services import decode_cancel, ended_state
 
 
@@ -96,7 +97,8 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
     mine: dict[int, Answer] = {}
     if user is not None and user.is_authenticated:
         mine = {a.question_id: a for a in Answer.objects.filter(question__session=session, participant__user=user)}
-    questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count(), "mine": mine.get(q.pk)}
+    questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count(), "mine": mine.get(q.pk),
+                  "right": q.answers.filter(correct=True).count(), "explanation": _explanation(q)}
                  for q in session.questions.all()]
     runs = list(session.runs.all())
     current = session.run_state.running_request if session.live else None
@@ -113,6 +115,30 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
         run.tokens = run_tokens(run.frames or [])
     return {"runs": runs, "questions": questions, "participant": bool(mine) or _sat_in(session, user),
             "my_score": sum(1 for a in mine.values() if a.correct)}
+
+
+def _explanation(question: Question) -> str | None:
+    """A revealed lesson exercise's explanation, in the language it was asked in."""
+    if not question.exercise or question.status != Question.REVEALED:
+        return None
+    found = exercise_right(question.exercise, list(question.options))
+    return found[1] if found else None
+
+
+def results_by_student(session: LiveSession) -> dict[str, Any]:
+    """The instructor's table: one row per participant (by name), one cell per question in the order asked (their
+    answer and whether it was right: None before a reveal), and their count of right answers and of answers."""
+    asked = list(session.questions.order_by("created_at"))
+    given: dict[int, dict[int, Answer]] = {}
+    for answer in Answer.objects.filter(question__session=session):
+        given.setdefault(answer.participant_id, {})[answer.question_id] = answer
+    rows = []
+    for seat in Participant.objects.filter(session=session).select_related("user").order_by("user__username"):
+        mine = given.get(seat.pk, {})
+        cells = [mine.get(q.pk) for q in asked]
+        rows.append({"name": seat.user.get_username(), "cells": cells,
+                     "right": sum(1 for a in cells if a is not None and a.correct), "answered": len(mine)})
+    return {"asked": asked, "rows": rows}
 
 
 def _sat_in(session: LiveSession, user: Any) -> bool:

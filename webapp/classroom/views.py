@@ -256,8 +256,10 @@ def history(request: HttpRequest, code: str) -> HttpResponse:
     """Replay a session: each run's tokens, each question with its answer counts and the model's answer."""
     session = _session_or_404(request, code)
     _may_read(request, session)
-    context = {"session": session, "drives": services.can_drive(request.user, session), "strings": _strings(),
+    drives = services.can_drive(request.user, session)
+    context = {"session": session, "drives": drives, "strings": _strings(),
                "ended_idle": session.end_reason == LiveSession.ENDED_IDLE, "idle_hours": settings.CLASSROOM_IDLE_HOURS,
+               "by_student": transcripts.results_by_student(session) if drives else None,
                **transcripts.session_history(session, request.user)}
     return render(request, "classroom/history.html", context)
 

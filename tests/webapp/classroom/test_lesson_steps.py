@@ -112,3 +112,32 @@ async def test_a_demonstration_runs_once_for_the_class_and_every_screen_draws_it
     assert first["demo"] is None  # a new part: the last demonstration went off with the old one
     for ws in (console, late, *sockets):
         await ws.disconnect()
+
+
+def test_the_history_shows_the_instructor_each_students_results_and_an_exercises_answer_with_why(
+        session, instructor, seated, client_as):
+    from tests.fixtures.classroom import answer_as, ask_choice
+    from webapp.classroom.lesson_steps import exercise_ask
+    from webapp.classroom.questions import question_reveal, questions_close
+
+    ann, bob = seated("ann"), seated("bob")
+    seated("cai")  # answers nothing
+    exercise = exercise_ask(session=session, frame={"exercise": "decoder-1"})
+    assert exercise.options[1] == "The causal mask sets their scores to −∞"  # the lesson's right option
+    answer_as(session, ann, exercise, exercise.options[1])
+    answer_as(session, bob, exercise, exercise.options[0])
+    question_reveal(question=exercise, answer=exercise.options[1])
+    choice = ask_choice(session, "two", "three")
+    answer_as(session, ann, choice, "three")
+    questions_close(session=session)  # closed without a reveal: answered, neither right nor wrong
+
+    page = client_as(instructor).get(f"/classroom/{session.code}/history/").content.decode()
+    table = page[page.index('data-testid="results-by-student"'):]
+    rows = {name: table[table.index(f"<th scope=\"row\">{name}</th>"):].split("</tr>")[0] for name in ("ann", "bob", "cai")}
+    assert rows["ann"].count("✓") == 1 and "•" in rows["ann"] and "<td>1</td><td>2</td>" in rows["ann"]
+    assert rows["bob"].count("✗") == 1 and "<td>0</td><td>1</td>" in rows["bob"]
+    assert rows["cai"].count("–") == 2 and "<td>0</td><td>0</td>" in rows["cai"]
+    assert "The lesson's answer:" in page and "(1 right)" in page
+    assert "softmax turns into 0" in page  # the exercise's explanation, after its reveal
+    mine = client_as(ann).get(f"/classroom/{session.code}/history/").content.decode()
+    assert "results-by-student" not in mine and "softmax turns into 0" in mine  # names are the instructor's only

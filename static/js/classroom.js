@@ -149,6 +149,7 @@ const handlers = {
     } else {
       result.textContent = say("wrong", { answer: label(frame.answer) });
     }
+    if (frame.experiment) showExperiment(frame.experiment); // a comparison predicted: its measured result
     if (frame.explanation) { // a lesson exercise: why its answer is right
       const why = document.createElement("span");
       why.className = "cr-explanation";
@@ -282,7 +283,9 @@ function showQuestion(question, mine) {
   state.question = { ...question };
   state.mine = mine ?? null;
   $("cr-question").hidden = false;
-  $("cr-q-title").textContent = question.exercise ? strings.kinds.exercise : strings.kinds[question.kind] || question.kind;
+  const kind = question.exercise ? "exercise" : question.experiment ? "experiment" : question.kind;
+  $("cr-q-title").textContent = strings.kinds[kind] || question.kind;
+  if (question.experiment) experimentWaiting();
   $("cr-q-prompt").textContent = question.prompt || "";
   $("cr-q-result").textContent = mine ? say("your_answer", { answer: label(mine) }) : "";
   $("cr-q-result").className = "cr-result";
@@ -426,18 +429,35 @@ function showLesson(frame) {
   }));
 }
 
-// The demonstration the console ran for the class: drawn from the session (one worker job for everyone).
+// The demonstration the console ran for the class: drawn from the session (one worker job for everyone); a
+// predicted experiment's result goes to the same place at its reveal.
 let demoShown = 0;
 
 function showDemo(frame) {
+  $("cr-lesson-demo").dataset.n = String(frame.n);
+  showFragment(frame.url, say("demo_from", { model: frame.model }));
+}
+
+function experimentWaiting() {
+  demoShown += 1; // a fragment still loading is not this question's
+  $("cr-lesson").hidden = false;
+  $("cr-lesson-demo").hidden = false;
+  $("cr-demo-status").textContent = say("experiment_waiting");
+  $("cr-demo-result").replaceChildren();
+}
+
+function showExperiment(experiment) {
+  showFragment(experiment.url, say("experiment_result"));
+}
+
+function showFragment(url, line) {
   const shown = ++demoShown;
   const panel = $("cr-lesson-demo");
   $("cr-lesson").hidden = false;
   panel.hidden = false;
-  panel.dataset.n = String(frame.n);
   panel.setAttribute("aria-busy", "true");
-  $("cr-demo-status").textContent = say("demo_from", { model: frame.model });
-  track(fetch(frame.url, { credentials: "same-origin" }).then(async (response) => {
+  $("cr-demo-status").textContent = line;
+  track(fetch(url, { credentials: "same-origin" }).then(async (response) => {
     if (!response.ok) throw new Error(String(response.status));
     const html = await response.text();
     if (shown !== demoShown) return;
@@ -445,7 +465,7 @@ function showDemo(frame) {
     result.innerHTML = html; // the server's own fragment: every value in it escaped by the template
     drawFigureSets(result);
   }).catch(() => {
-    if (shown === demoShown) $("cr-demo-status").textContent = say("demo_refused");
+    if (shown === demoShown) $("cr-demo-status").textContent = say("lesson_failed");
   }).finally(() => {
     if (shown === demoShown) panel.setAttribute("aria-busy", "false");
   }));
@@ -516,9 +536,12 @@ if (console_) {
   $("cr-demo-run").addEventListener("click", () => {
     if (demoOfPart()) send({ type: "demo", kind: demoOfPart(), sentence: $("cr-demo-sentence").value });
   });
+  const lang = () => (document.documentElement.lang.startsWith("zh") ? "zh-hans" : "en");
   $("cr-exercise-ask").addEventListener("click", () => {
-    send({ type: "exercise", exercise: $("cr-exercise").value,
-           lang: document.documentElement.lang.startsWith("zh") ? "zh-hans" : "en" });
+    send({ type: "exercise", exercise: $("cr-exercise").value, lang: lang() });
+  });
+  $("cr-experiment-ask").addEventListener("click", () => {
+    send({ type: "experiment", kind: $("cr-experiment").value, lang: lang() });
   });
   for (const ask of document.querySelectorAll("[data-ask]")) {
     ask.addEventListener("click", () => {

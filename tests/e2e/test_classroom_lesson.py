@@ -1,6 +1,6 @@
 """Chromium: the instructor teaches a part of the lesson live. A student on a 360 px phone, reading in Chinese, sees
 the part from the Chinese page, the demonstration the console ran for the class drawn on the real model's figures,
-and an exercise asked, answered and revealed with why."""
+an exercise asked, answered and revealed with why, and a training comparison predicted, then its measured curves."""
 from __future__ import annotations
 
 import pytest
@@ -12,12 +12,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_a_lesson_part_its_demonstration_and_its_exercise_reach_a_students_phone(
-        asgi_server, demo, zh_en, page_factory, start_worker):
+        asgi_server, demo, zh_en, page_factory, start_worker, empty_training_queue):
+    import time
+
     from django.utils import translation
 
+    from webapp.lesson.models import TrainingRun
     from webapp.lesson.parts import lesson_parts
 
-    start_worker("demonstrations")
+    start_worker("demonstrations,experiments")
     teacher = page_factory("en-US")
     code = console_opened(teacher, asgi_server, "The encoder, live", zh_en)
 
@@ -62,3 +65,22 @@ def test_a_lesson_part_its_demonstration_and_its_exercise_reach_a_students_phone
     result = ann.get_by_test_id("question-result").inner_text()
     assert "Flatter" in result and "√d_k" in result
     assert "right" in (ann.get_by_test_id("question-result").get_attribute("class") or "")
+
+    teacher.select_option("[data-testid=experiment-picker]", "mask")
+    teacher.get_by_test_id("ask-experiment").click()
+    ann.wait_for_selector("[data-testid=question-options] button:not([disabled])")
+    with translation.override("zh-hans"):
+        waiting = translation.gettext("The experiment is training on a worker. Predict its outcome: its curves come with "
+                                      "the reveal.")
+    assert ann.get_by_test_id("class-demo").inner_text().strip() == waiting  # no curve before the reveal
+    ann.locator("[data-testid=question-options] button", has_text="no mask").click()
+    deadline = time.monotonic() + 120
+    while TrainingRun.objects.filter(kind="mask", status=TrainingRun.Status.SUCCEEDED).count() == 0:
+        assert time.monotonic() < deadline, "the comparison did not finish"
+        time.sleep(0.5)
+    teacher.get_by_test_id("reveal").click()
+    ann.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
+    settled(ann)
+    run = TrainingRun.objects.get(kind="mask")
+    lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
+    assert lowest in ann.get_by_test_id("question-result").inner_text()

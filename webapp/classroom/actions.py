@@ -41,7 +41,7 @@ from webapp.playground.services import (
 log = logging.getLogger(__name__)
 
 CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end", "lesson", "demo",
-                   "exercise")
+                   "exercise", "experiment")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
 STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
 
@@ -272,8 +272,11 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     if question is None:
         raise ClassroomError("not_open", "no question is open")
     options, explained = question.options, lesson_steps.exercise_answer(question)
+    measured = await _db(lesson_steps.experiment_answer)(question)
     if explained is not None:  # a lesson exercise: its own right option, and why
         answer = explained[0]
+    elif measured is not None:  # a training comparison: the arm that ended lowest
+        answer = measured
     elif question.kind == Question.CHOICE:
         answer = frame.get("answer")
         if answer not in question.options:
@@ -294,6 +297,8 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
               "counts": counts, "total": sum(counts.values())}
     if explained is not None:
         reveal["explanation"] = explained[1]
+    if measured is not None:
+        reveal["experiment"] = await _db(lesson_steps.experiment_public)(question)
     await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
 
 
@@ -342,6 +347,12 @@ async def console_demo(socket: Caller, session: LiveSession, frame: dict[str, An
 async def console_exercise(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
     """A lesson exercise asked as a multiple-choice question; the reveal names its right option and explains it."""
     question = await _db(lesson_steps.exercise_ask)(session=session, frame=frame)
+    await publish(socket.code, stored.public_question(question))
+
+
+async def console_experiment(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    """The class predicts a lesson training comparison's outcome; its result is the reveal."""
+    question = await _db(lesson_steps.experiment_ask)(session=session, user=socket.user, frame=frame)
     await publish(socket.code, stored.public_question(question))
 
 

@@ -1,6 +1,7 @@
 """The lesson taught live: the console puts a part of a lesson page on every screen (`lesson`), runs the part's
-demonstration once for the whole class (`demo`), and asks a page's exercise as a multiple-choice question
-(`exercise`). See docs/classroom-socket.md.
+demonstration once for the whole class (`demo`), asks a page's exercise as a multiple-choice question
+(`exercise`), and has the class predict a training comparison's outcome before its result (`experiment`). See
+docs/classroom-socket.md.
 
 A demonstration for the class is one request on the `demonstrations` queue, made in the instructor's name (their
 limits, the lesson's cache); its result is kept in the session's state, and every screen draws it from there
@@ -15,9 +16,19 @@ from django.utils import translation
 from webapp.classroom import questions, services
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LiveSession, Question
-from webapp.lesson.content import exercise_question, exercise_right
+from webapp.lesson.content import PREDICTIONS, exercise_question, exercise_right
+from webapp.lesson.figures import ARM_LABELS, arm_label
+from webapp.lesson.models import TrainingRun
 from webapp.lesson.parts import TEMPLATES, lesson_part
-from webapp.lesson.services import DEFAULT_MODEL, DEMO_KINDS, DemoRefused, demo_params, demo_run
+from webapp.lesson.services import (
+    DEFAULT_MODEL,
+    DEMO_KINDS,
+    TRAIN_KINDS,
+    DemoRefused,
+    demo_params,
+    demo_run,
+    training_request,
+)
 
 DEMO_FIELDS = ("sentence", "partner", "layer", "head", "query", "norm")
 
@@ -83,11 +94,14 @@ def demo_for_class(*, session: LiveSession, user: Any, frame: dict[str, Any]) ->
     return demo
 
 
+def _language(frame: dict[str, Any]) -> str:
+    return frame["lang"] if frame.get("lang") in ("en", "zh-hans") else "en"
+
+
 def exercise_ask(*, session: LiveSession, frame: dict[str, Any]) -> Question:
     """A console's `exercise` frame: the exercise opens as a multiple-choice question, in the console's language
     (`lang`, default English); the right option is the exercise's own."""
-    language = frame.get("lang") if frame.get("lang") in ("en", "zh-hans") else "en"
-    with translation.override(language):
+    with translation.override(_language(frame)):
         exercise = exercise_question(frame.get("exercise")) if isinstance(frame.get("exercise"), str) else None
     if exercise is None:
         raise ClassroomError("bad_params", "no lesson exercise has this id")
@@ -104,3 +118,41 @@ def exercise_answer(question: Question) -> tuple[str, str] | None:
     if not question.exercise:
         return None
     return exercise_right(question.exercise, list(question.options))
+
+
+def experiment_ask(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> Question:
+    """A console's `experiment` frame: the class predicts a lesson training comparison's outcome (a multiple-choice
+    question over its arms, in the console's language) while it trains (or is read from the lesson's store); the
+    reveal is its result."""
+    kind = frame.get("kind")
+    if kind not in TRAIN_KINDS:
+        raise ClassroomError("bad_params", f"kind must be one of: {', '.join(TRAIN_KINDS)}")
+    with translation.override(_language(frame)):
+        spec = questions.QuestionSpec(kind=Question.CHOICE, prompt=str(PREDICTIONS[kind]),
+                                      options=[arm_label(label) for label in ARM_LABELS[kind]])
+    run = training_request(user=user, kind=kind)
+    question = questions.question_open(session=session, spec=spec, request_id=None, seq=None)
+    question.training_run = run
+    question.save(update_fields=["training_run"])
+    return question
+
+
+def experiment_public(question: Question) -> dict[str, Any] | None:
+    """What a `question` frame says of the comparison it predicts: its kind and where its panel is read."""
+    if question.training_run_id is None:  # (no query: most questions predict no comparison)
+        return None
+    run = question.training_run
+    return {"kind": run.kind, "url": reverse("lesson:run", args=[run.pk])}
+
+
+def experiment_answer(question: Question) -> str | None:
+    """For a question that predicts a comparison: the option of the arm that ended with the lowest training loss;
+    ClassroomError `not_finished` while it trains; None for any other question."""
+    if question.training_run_id is None:
+        return None
+    run = TrainingRun.objects.get(pk=question.training_run_id)
+    if run.status != TrainingRun.Status.SUCCEEDED:
+        raise ClassroomError("not_finished", f"the experiment has not finished (it is {run.status}); reveal it when "
+                                             "its result is in")
+    best = min(run.result["arms"], key=lambda arm: arm["final_loss"])
+    return question.options[list(ARM_LABELS[run.kind]).index(best["label"])]

@@ -140,6 +140,8 @@ class Question(models.Model):
     status = models.CharField(max_length=10, default=OPEN)
     answer = models.CharField(max_length=200, blank=True)
     exercise = models.CharField(max_length=40, blank=True, help_text="The lesson exercise it asks, if any.")
+    training_run = models.ForeignKey("lesson.TrainingRun", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+", help_text="The lesson training comparison it predicts, if any.")
     created_at = models.DateTimeField(auto_now_add=True)
     revealed_at = models.DateTimeField(null=True, blank=True)
 

@@ -64,7 +64,7 @@ def public_question(question: Question) -> dict[str, Any]:
     """A question as every screen sees it (never the answer before the reveal)."""
     return {"type": "question", "id": question.pk, "kind": question.kind, "prompt": question.prompt,
             "options": question.options, "seq": question.seq, "layer": question.layer, "head": question.head,
-            "exercise": question.exercise or None}
+            "exercise": question.exercise or None, "experiment": lesson_steps.experiment_public(question)}
 
 
 def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay) -> dict[str, Any]:

@@ -316,6 +316,8 @@ def _strings() -> dict[str, Any]:
         "demo_from": _("Run for the class on {model}."),
         "lesson_failed": _("This part of the lesson could not be loaded."),
         "explanation": _("Why: {text}"),
+        "experiment_waiting": _("The experiment is training on a worker. Predict its outcome: its curves come with the reveal."),
+        "experiment_result": _("The experiment's result: each arm's training loss, measured just now on a worker."),
         "send": _("Answer"),
         "kinds": {
             "next_token": _("What is the next token?"),
@@ -323,8 +325,10 @@ def _strings() -> dict[str, Any]:
             "stop": _("Will the model stop here?"),
             "choice": _("Question"),
             "exercise": _("Exercise"),
+            "experiment": _("Predict the experiment"),
         },
         "error_codes": {
+            "not_finished": _("the experiment has not finished: reveal it when its result is in"),
             "forbidden": _("only the instructor can do that"),
             "already_answered": _("you already answered this question"),
             "revealed": _("the answer was revealed: answers are closed"),

@@ -260,6 +260,13 @@ def exercise_page(exercise_id: str) -> str | None:
     return next((page for page, items in EXERCISES.items() if any(e["id"] == exercise_id for e in items)), None)
 
 
+# What a class predicts before a training comparison's result (webapp/lesson/figures.py ARM_LABELS: its arms).
+PREDICTIONS = {
+    "mask": _("Trained with and without the causal mask: which ends with the lower training loss?"),
+    "ffn": _("d_ff = 1×, 2× and 4× d_model: which ends with the lowest training loss?"),
+}
+
+
 def exercise_question(exercise_id: str) -> dict[str, Any] | None:
     """An exercise as a multiple-choice question, in the active language: its prompt, options and the right option
     (None for an unknown exercise). The options keep their order in every language, so the right one is found by

@@ -141,3 +141,42 @@ def test_the_history_shows_the_instructor_each_students_results_and_an_exercises
     assert "softmax turns into 0" in page  # the exercise's explanation, after its reveal
     mine = client_as(ann).get(f"/classroom/{session.code}/history/").content.decode()
     assert "results-by-student" not in mine and "softmax turns into 0" in mine  # names are the instructor's only
+
+
+@pytest.mark.services
+@pytest.mark.slow
+async def test_the_class_predicts_a_training_comparison_and_its_measured_result_is_the_reveal(
+        session, instructor, make_student, start_worker, client_as, empty_training_queue):
+    import asyncio
+
+    from webapp.lesson.models import TrainingRun
+
+    await db(start_worker)("experiments")
+    console, _ = await seat(session, instructor)
+    ann = await db(make_student)("ann")
+    ws_ann, _ = await seat(session, ann)
+    await console.send_json_to({"type": "experiment", "kind": "attention"})
+    assert (await until_error(console))["code"] == "bad_params"
+    await console.send_json_to({"type": "experiment", "kind": "mask"})
+    asked = await until(ws_ann, "question")
+    assert asked["options"] == ["causal mask", "no mask"] and asked["experiment"]["kind"] == "mask"
+    run_id = int(asked["experiment"]["url"].rstrip("/").split("/")[-1])
+    await console.send_json_to({"type": "reveal"})  # still training: the reveal waits for the result
+    assert (await until_error(console))["code"] == "not_finished"
+    await ws_ann.send_json_to({"type": "answer", "question": asked["id"], "choice": "no mask"})
+    await until(ws_ann, "answered")
+    for _ in range(240):
+        run = await db(TrainingRun.objects.get)(pk=run_id)
+        if run.status in (TrainingRun.Status.SUCCEEDED, TrainingRun.Status.FAILED):
+            break
+        await asyncio.sleep(0.5)
+    assert run.status == TrainingRun.Status.SUCCEEDED, run.error
+    lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
+    await console.send_json_to({"type": "reveal"})
+    reveal = await until(ws_ann, "reveal")
+    assert reveal["answer"] == lowest and reveal["you"]["correct"] is (lowest == "no mask")
+    assert reveal["experiment"]["url"] == asked["experiment"]["url"]
+    panel = await db(lambda: client_as(ann).get(reveal["experiment"]["url"]))()
+    assert panel.status_code == 200 and 'data-testid="plot-' in panel.content.decode()
+    for ws in (console, ws_ann):
+        await ws.disconnect()

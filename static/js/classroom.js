@@ -487,6 +487,80 @@ function stepping() {
   return state.stepRunAsked || (request && !request.done && request.start.step_mode);
 }
 
+// -- the lesson plan: the console steps through it, each step sent as the console's own control would send it ---
+
+function setUpPlan(lang) {
+  const plans = JSON.parse($("cr-plans").textContent);
+  const picker = $("cr-plan-picker");
+  const place = { plan: null, at: 0 };
+  const key = () => `encdec-plan:${page.dataset.socket}:${place.plan.id}`; // where this console is in it (a reload resumes)
+  const optionText = (select, value) => [...$(select).options].find((o) => o.value === value)?.textContent.trim() ?? value;
+
+  function describe(step) {
+    switch (step.do) {
+      case "lesson": return say("plan_lesson", { what: optionText("cr-part", `${step.page}#${step.part ?? ""}`) });
+      case "demo": return say("plan_demo", { kind: step.kind, sentence: step.sentence ?? "" });
+      case "exercise": return say("plan_exercise", { what: optionText("cr-exercise", step.exercise) });
+      case "experiment": return say("plan_experiment", { what: optionText("cr-experiment", step.kind) });
+      case "question": return say("plan_question", { what: step.prompt || strings.kinds[step.kind] || step.kind });
+      default: return say(step.step_mode ? "plan_step_mode" : "plan_decode", { what: step.source });
+    }
+  }
+
+  function frameOf(step) {
+    const { do: what, note, ...fields } = step;
+    if (what === "lesson") return { type: "lesson", page: fields.page, part: fields.part ?? "" };
+    if (what === "exercise" || what === "experiment") return { type: what, ...fields, lang: lang() };
+    if (what === "decode") return { type: "run", ...fields };
+    return { type: what, ...fields }; // demo, question
+  }
+
+  function show() {
+    const { plan, at } = place;
+    for (const id of ["cr-plan-prev", "cr-plan-do", "cr-plan-skip"]) $(id).disabled = !plan;
+    $("cr-plan-note").textContent = "";
+    if (!plan) {
+      $("cr-plan-next").textContent = say("plan_none");
+      return;
+    }
+    sessionStorage.setItem(key(), String(at));
+    $("cr-plan-prev").disabled = at === 0;
+    $("cr-plan-do").disabled = $("cr-plan-skip").disabled = at >= plan.steps.length;
+    if (at >= plan.steps.length) {
+      $("cr-plan-next").textContent = say("plan_done", { total: plan.steps.length });
+      return;
+    }
+    const step = plan.steps[at];
+    $("cr-plan-next").textContent = say("plan_step", { n: at + 1, total: plan.steps.length, what: describe(step) });
+    $("cr-plan-note").textContent = step.note || "";
+  }
+
+  function choose(id) {
+    place.plan = plans.find((p) => p.id === id) || null;
+    place.at = place.plan ? Math.min(Number(sessionStorage.getItem(key()) || 0), place.plan.steps.length) : 0;
+    show();
+  }
+
+  picker.addEventListener("change", () => {
+    choose(picker.value);
+    send({ type: "plan", plan: picker.value || null });
+  });
+  $("cr-plan-do").addEventListener("click", () => {
+    const step = place.plan?.steps[place.at];
+    if (!step) return;
+    if (step.do === "lesson") { // the console's own picker follows, so the part's demonstration is at hand
+      $("cr-part").value = `${step.page}#${step.part ?? ""}`;
+      $("cr-part").dispatchEvent(new Event("change"));
+    }
+    if (step.do === "demo" && step.sentence) $("cr-demo-sentence").value = step.sentence;
+    if (send(frameOf(step)) !== false) place.at += 1;
+    show();
+  });
+  $("cr-plan-skip").addEventListener("click", () => { place.at += 1; show(); });
+  $("cr-plan-prev").addEventListener("click", () => { place.at = Math.max(0, place.at - 1); show(); });
+  choose(picker.value);
+}
+
 function sendViews() {
   const shown = [...document.querySelectorAll("#cr-views input:checked")].map((box) => box.value);
   const view = views.view();
@@ -537,6 +611,7 @@ if (console_) {
     if (demoOfPart()) send({ type: "demo", kind: demoOfPart(), sentence: $("cr-demo-sentence").value });
   });
   const lang = () => (document.documentElement.lang.startsWith("zh") ? "zh-hans" : "en");
+  setUpPlan(lang);
   $("cr-exercise-ask").addEventListener("click", () => {
     send({ type: "exercise", exercise: $("cr-exercise").value, lang: lang() });
   });

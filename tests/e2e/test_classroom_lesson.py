@@ -1,7 +1,10 @@
-"""Chromium: the instructor teaches a part of the lesson live. A student on a 360 px phone, reading in Chinese, sees
-the part from the Chinese page, the demonstration the console ran for the class drawn on the real model's figures,
-an exercise asked, answered and revealed with why, and a training comparison predicted, then its measured curves."""
+"""Chromium: the instructor teaches the lesson live from a five-step plan (a lesson part, its demonstration, an
+exercise, a decode with a prediction, an experiment with a prediction). One student on a 360 px phone reads in
+Chinese; another joins late and is caught up. Each sees the part from the page in their language, the demonstration
+the console ran once for the class, the questions, and the reveals with why and with the measured curves."""
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -10,17 +13,31 @@ from tests.fixtures.demo import console_opened, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+SENTENCE = "我的猫追了一只老鼠。"
+PLAN = [{"do": "lesson", "page": "encoder", "part": "layers"},
+        {"do": "demo", "kind": "encoder", "sentence": SENTENCE},
+        {"do": "exercise", "exercise": "encoder-1", "note": "Let them argue before anyone answers."},
+        {"do": "decode", "source": "我们看见我的猫。", "step_mode": True},
+        {"do": "question", "kind": "next_token"},
+        {"do": "experiment", "kind": "mask"}]
+OPTIONS = "[data-testid=question-options] button"
 
-def test_a_lesson_part_its_demonstration_and_its_exercise_reach_a_students_phone(
+
+def wait_text(page, testid: str, text: str) -> None:
+    page.wait_for_function(f"document.querySelector('[data-testid={testid}]')?.textContent.includes({text!r})")
+
+
+def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late_joiner(
         asgi_server, demo, zh_en, page_factory, start_worker, empty_training_queue):
-    import time
-
+    from django.contrib.auth.models import User
     from django.utils import translation
 
+    from webapp.classroom.models import LessonPlan, LiveSession
     from webapp.lesson.models import TrainingRun
     from webapp.lesson.parts import lesson_parts
 
-    start_worker("demonstrations,experiments")
+    start_worker("interactive,demonstrations,experiments")
+    plan = LessonPlan.objects.create(owner=User.objects.get(username="instructor"), title="The encoder", steps=PLAN)
     teacher = page_factory("en-US")
     code = console_opened(teacher, asgi_server, "The encoder, live", zh_en)
 
@@ -31,56 +48,82 @@ def test_a_lesson_part_its_demonstration_and_its_exercise_reach_a_students_phone
     teacher.wait_for_function("document.querySelector('[data-testid=presence-count]').textContent === '1'")
     assert ann.get_by_test_id("class-lesson").is_hidden()  # nothing shown yet
 
-    # A part without a demonstration offers none to run; the one with the encoder's does.
+    # The console's own part picker offers a part's demonstration only where the part has one.
     teacher.select_option("[data-testid=lesson-part-picker]", "encoder#ffn")
     assert teacher.get_by_test_id("demo-sentence").is_hidden()
-    teacher.select_option("[data-testid=lesson-part-picker]", "encoder#layers")
-    assert teacher.get_by_test_id("demo-sentence").is_visible()
-    teacher.get_by_test_id("lesson-show").click()
+    teacher.select_option("[data-testid=plan-picker]", str(plan.pk))
+    wait_text(teacher, "plan-next", "Step 1 of 6: show Try it on the real model")
+    assert LiveSession.objects.get(code=code).plan == plan  # its results gather on the plan's page
+
+    teacher.get_by_test_id("plan-do").click()  # 1: the part
     ann.wait_for_selector("[data-testid=lesson-part] h2#layers")
     with translation.override("zh-hans"):
         title = next(p.title for p in lesson_parts()["encoder"] if p.id == "layers")
+        computed = translation.gettext("Computed just now by a worker.")
+        waiting = translation.gettext("The experiment is training on a worker. Predict its outcome: its curves come "
+                                      "with the reveal.")
     assert ann.locator("[data-testid=lesson-part] h2").all_inner_texts() == [title]  # this part only, in Chinese
     assert ann.locator("[data-testid=lesson-part] form").count() == 0  # the page's own Run is not the class's
+    assert teacher.get_by_test_id("demo-sentence").is_visible()  # the console's picker followed the plan
 
-    teacher.get_by_test_id("demo-sentence").fill("我的猫追了一只老鼠。")
-    teacher.get_by_test_id("demo-run").click()
+    wait_text(teacher, "plan-next", f"Step 2 of 6: run the encoder demonstration on {SENTENCE}")
+    teacher.get_by_test_id("plan-do").click()  # 2: its demonstration, once for the class
     for page in (teacher, ann):
         page.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=60_000)
         settled(page)
-    with translation.override("zh-hans"):
-        computed = translation.gettext("Computed just now by a worker.")
     assert computed in ann.get_by_test_id("class-demo-result").inner_text()
-    assert ann.locator("[data-testid=class-demo-result] .js-plotly-plot").count() >= 1
     assert ann.evaluate("document.documentElement.scrollWidth") <= 360  # nothing wider than the phone
 
-    teacher.select_option("[data-testid=exercise-picker]", "encoder-1")
-    teacher.get_by_test_id("ask-exercise").click()
-    ann.wait_for_selector("[data-testid=question-options] button")
-    assert ann.locator("[data-testid=question-options] button").all_inner_texts() == ["Sharper", "Flatter", "The same"]
-    ann.locator("[data-testid=question-options] button", has_text="Flatter").click()
+    bob = page_factory("en-US")  # joins late: the part and the demonstration are there at once
+    sign_in(bob, asgi_server, "student2")
+    bob.goto(f"{asgi_server}/classroom/{code}/")
+    bob.wait_for_selector("[data-testid=lesson-part] h2#layers")
+    bob.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
+    assert "Computed just now" in bob.get_by_test_id("class-demo-result").inner_text()
+
+    wait_text(teacher, "plan-note", "Let them argue")
+    teacher.get_by_test_id("plan-do").click()  # 3: an exercise, asked in the console's language
+    for page in (ann, bob):
+        page.wait_for_selector(OPTIONS)
+    assert ann.locator(OPTIONS).all_inner_texts() == ["Sharper", "Flatter", "The same"]
+    ann.locator(OPTIONS, has_text="Flatter").click()
+    bob.locator(OPTIONS, has_text="Sharper").click()
+    teacher.wait_for_function("document.querySelector('[data-testid=histogram]')?.dataset.total === '2'")
+    teacher.get_by_test_id("reveal").click()
+    for page in (ann, bob):
+        page.wait_for_selector("[data-testid=explanation]")
+        assert "√d_k" in page.get_by_test_id("question-result").inner_text()
+    assert "right" in ann.get_by_test_id("question-result").get_attribute("class")
+    assert "wrong" in bob.get_by_test_id("question-result").get_attribute("class")
+
+    teacher.get_by_test_id("plan-do").click()  # 4: a step-by-step decode; two steps by the console's own Step
+    chips = "document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length"
+    for n in (1, 2):
+        teacher.get_by_test_id("step").click()
+        for page in (ann, bob):
+            page.wait_for_function(f"{chips} === {n}")
+    teacher.get_by_test_id("plan-do").click()  # 5: what the next token will be
+    for page in (ann, bob):
+        page.wait_for_selector(OPTIONS)
+    ann.locator(OPTIONS).nth(0).click()
     teacher.wait_for_function("document.querySelector('[data-testid=histogram]')?.dataset.total === '1'")
     teacher.get_by_test_id("reveal").click()
-    ann.wait_for_selector("[data-testid=explanation]")
-    result = ann.get_by_test_id("question-result").inner_text()
-    assert "Flatter" in result and "√d_k" in result
-    assert "right" in (ann.get_by_test_id("question-result").get_attribute("class") or "")
+    for page in (ann, bob):
+        page.wait_for_function(f"{chips} === 3")  # the held step comes with the reveal
 
-    teacher.select_option("[data-testid=experiment-picker]", "mask")
-    teacher.get_by_test_id("ask-experiment").click()
-    ann.wait_for_selector("[data-testid=question-options] button:not([disabled])")
-    with translation.override("zh-hans"):
-        waiting = translation.gettext("The experiment is training on a worker. Predict its outcome: its curves come with "
-                                      "the reveal.")
-    assert ann.get_by_test_id("class-demo").inner_text().strip() == waiting  # no curve before the reveal
-    ann.locator("[data-testid=question-options] button", has_text="no mask").click()
+    teacher.get_by_test_id("plan-do").click()  # 6: a comparison the class predicts before it has a curve
+    ann.wait_for_selector(f"{OPTIONS}:not([disabled])")
+    assert ann.get_by_test_id("class-demo").inner_text().strip() == waiting
+    ann.locator(OPTIONS, has_text="no mask").click()
+    wait_text(teacher, "plan-next", "The plan is done (6 steps).")
     deadline = time.monotonic() + 120
-    while TrainingRun.objects.filter(kind="mask", status=TrainingRun.Status.SUCCEEDED).count() == 0:
+    while not TrainingRun.objects.filter(kind="mask", status=TrainingRun.Status.SUCCEEDED).exists():
         assert time.monotonic() < deadline, "the comparison did not finish"
         time.sleep(0.5)
     teacher.get_by_test_id("reveal").click()
-    ann.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
-    settled(ann)
+    for page in (ann, bob):
+        page.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
+        settled(page)
     run = TrainingRun.objects.get(kind="mask")
     lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
     assert lowest in ann.get_by_test_id("question-result").inner_text()

@@ -41,7 +41,7 @@ from webapp.playground.services import (
 log = logging.getLogger(__name__)
 
 CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end", "lesson", "demo",
-                   "exercise", "experiment")
+                   "exercise", "experiment", "plan")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
 STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
 
@@ -354,6 +354,11 @@ async def console_experiment(socket: Caller, session: LiveSession, frame: dict[s
     """The class predicts a lesson training comparison's outcome; its result is the reveal."""
     question = await _db(lesson_steps.experiment_ask)(session=session, user=socket.user, frame=frame)
     await publish(socket.code, stored.public_question(question))
+
+
+async def console_plan(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    """The lesson plan the console steps through (the steps' frames come as the console's own)."""
+    await _db(lesson_steps.plan_choose)(session=session, user=socket.user, frame=frame)
 
 
 # -- participants ------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from webapp.classroom.models import Answer, LiveSession, Participant, Question, Run
+from webapp.classroom.models import Answer, LessonPlan, LiveSession, Participant, Question, Run
 
 
 class ParticipantInline(admin.TabularInline):
@@ -13,7 +13,7 @@ class ParticipantInline(admin.TabularInline):
 
 @admin.register(LiveSession)
 class LiveSessionAdmin(admin.ModelAdmin):
-    list_display = ("title", "code", "instructor", "model_name", "created_at", "ended_at")
+    list_display = ("title", "code", "instructor", "model_name", "plan", "created_at", "ended_at")
     search_fields = ("title", "code", "instructor__username")
     inlines = [ParticipantInline]
 
@@ -32,3 +32,9 @@ class AnswerAdmin(admin.ModelAdmin):
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ("session", "request_id", "source", "text", "reason", "started_at")
+
+
+@admin.register(LessonPlan)
+class LessonPlanAdmin(admin.ModelAdmin):
+    list_display = ("title", "owner", "updated_at")
+    search_fields = ("title", "owner__username")

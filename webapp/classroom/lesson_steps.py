@@ -15,7 +15,7 @@ from django.utils import translation
 
 from webapp.classroom import questions, services
 from webapp.classroom.errors import ClassroomError
-from webapp.classroom.models import LiveSession, Question
+from webapp.classroom.models import LessonPlan, LiveSession, Question
 from webapp.lesson.content import PREDICTIONS, exercise_question, exercise_right
 from webapp.lesson.figures import ARM_LABELS, arm_label
 from webapp.lesson.models import TrainingRun
@@ -156,3 +156,16 @@ def experiment_answer(question: Question) -> str | None:
                                              "its result is in")
     best = min(run.result["arms"], key=lambda arm: arm["final_loss"])
     return question.options[list(ARM_LABELS[run.kind]).index(best["label"])]
+
+
+def plan_choose(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> None:
+    """A console's `plan` frame: the session is taught with this plan of the instructor's (its results gather on the
+    plan's page), or with none (`null`, or the shipped plan, which is nobody's to gather)."""
+    chosen = frame.get("plan")
+    plan = None
+    if chosen not in (None, "", "shipped"):
+        plan = LessonPlan.objects.filter(owner=user, pk=int(chosen) if str(chosen).isdigit() else -1).first()
+        if plan is None:
+            raise ClassroomError("bad_params", "you have no lesson plan with this number")
+    session.plan = plan
+    session.save(update_fields=["plan"])

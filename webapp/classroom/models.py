@@ -68,6 +68,25 @@ def default_state() -> dict[str, Any]:
     return SessionState().to_json()
 
 
+class LessonPlan(models.Model):
+    """An instructor's ordered steps for a class, checked by webapp/classroom/plans.py (its JSON form there)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lesson_plans")
+    title = models.CharField(max_length=120)
+    steps = models.JSONField(default=list, help_text="The steps, in order: {do: lesson|demo|exercise|experiment|"
+                                                     "question|decode, ...}.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title", "pk"]
+        verbose_name = _("lesson plan")
+        verbose_name_plural = _("lesson plans")
+
+    def __str__(self) -> str:
+        return self.title
+
+
 class LiveSession(models.Model):
     """One class: the instructor drives the model, every participant's screen follows."""
 
@@ -82,6 +101,8 @@ class LiveSession(models.Model):
     last_active_at = models.DateTimeField(default=timezone.now, db_index=True,
                                           help_text="The last time it was driven or joined; idle too long, it ends.")
     end_reason = models.CharField(max_length=16, blank=True, help_text="Why it ended: instructor or idle.")
+    plan = models.ForeignKey(LessonPlan, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions",
+                             help_text="The lesson plan it was taught with, if any.")
 
     ENDED_BY_INSTRUCTOR, ENDED_IDLE = "instructor", "idle"
 

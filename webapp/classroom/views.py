@@ -22,6 +22,7 @@ from webapp.classroom import services
 from webapp.classroom.codes import LENGTH, looks_like_code, normalize_code
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import VIEWS, LiveSession
+from webapp.classroom.plans import console_plans
 from webapp.playground.examples import examples_for
 from webapp.playground.protocol import MAX_BEAMS
 from webapp.playground.strings import page_strings
@@ -193,6 +194,7 @@ def console(request: HttpRequest, code: str) -> HttpResponse:
         "examples": examples_for(chosen.task) if chosen else [], "views": VIEWS, "strings": _strings(),
         "max_chars": settings.PLAYGROUND_MAX_SOURCE_CHARS, "max_beams": MAX_BEAMS,
         "idle_hours": settings.CLASSROOM_IDLE_HOURS, **_lesson_controls(request),
+        "session_plan": str(session.plan_id) if session.plan_id else "",
     }
     return render(request, "classroom/console.html", context)
 
@@ -205,7 +207,8 @@ def _lesson_controls(request: HttpRequest) -> dict[str, Any]:
 
     pages = [{"slug": page, "title": str(content.PAGE_TITLES[page]), "parts": parts,
               "exercises": content.exercises(page, [])} for page, parts in lesson_parts().items()]
-    return {"lesson_parts": pages, "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS}
+    return {"lesson_parts": pages, "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS,
+            "console_plans": console_plans(request.user)}
 
 
 @signed_in
@@ -316,6 +319,16 @@ def _strings() -> dict[str, Any]:
         "demo_from": _("Run for the class on {model}."),
         "lesson_failed": _("This part of the lesson could not be loaded."),
         "explanation": _("Why: {text}"),
+        "plan_none": _("No plan: the controls below are yours."),
+        "plan_step": _("Step {n} of {total}: {what}"),
+        "plan_done": _("The plan is done ({total} steps)."),
+        "plan_lesson": _("show {what}"),
+        "plan_demo": _("run the {kind} demonstration on {sentence}"),
+        "plan_exercise": _("ask the exercise “{what}”"),
+        "plan_experiment": _("predict the experiment “{what}”"),
+        "plan_question": _("ask “{what}”"),
+        "plan_decode": _("decode {what}"),
+        "plan_step_mode": _("decode {what} step by step"),
         "experiment_waiting": _("The experiment is training on a worker. Predict its outcome: its curves come with the reveal."),
         "experiment_result": _("The experiment's result: each arm's training loss, measured just now on a worker."),
         "send": _("Answer"),

@@ -1,0 +1,153 @@
+"""Lesson plans: an instructor's ordered steps for a class (lesson parts, demonstrations, exercises, decodes,
+questions, experiments), checked by the rules the console's frames are checked by, kept, duplicated, exported and
+imported as JSON. The console steps through one (static/js/classroom.js), sending each step's frame as the console's
+own controls would; `whole-lesson.json` is the plan that ships with the app.
+
+The JSON form (docs/instructor-guide.md, "Lesson plans"):
+    {"format": "encdec-lesson-plan", "version": 1, "title": "...", "steps": [{"do": "lesson", ...}, ...]}
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from django.db.models import QuerySet
+
+from webapp.classroom.errors import ClassroomError
+from webapp.classroom.frames import parse_run
+from webapp.classroom.models import Answer, LessonPlan, LiveSession
+from webapp.classroom.questions import parse_question
+from webapp.lesson.content import exercise_page
+from webapp.lesson.parts import lesson_part
+from webapp.lesson.services import DEMO_KINDS, TRAIN_KINDS
+from webapp.playground.protocol import ProtocolError
+
+FORMAT, VERSION = "encdec-lesson-plan", 1
+MAX_STEPS = 100
+MAX_NOTE = 300
+SHIPPED = Path(__file__).resolve().parent / "data" / "whole-lesson.json"
+DEMO_FIELDS = ("sentence", "partner", "layer", "head", "query", "norm", "model")
+
+
+class PlanError(ValueError):
+    """A plan that does not hold: `problems` names each (the step's number, from 1, and what is wrong)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _step(step: Any) -> dict[str, Any]:
+    """One step, checked as the console's frame for it is checked; ClassroomError saying what is wrong."""
+    if not isinstance(step, dict):
+        raise ClassroomError("bad_params", "a step is an object with a `do` field")
+    do, note = step.get("do"), step.get("note", "")
+    if not isinstance(note, str) or len(note) > MAX_NOTE:
+        raise ClassroomError("bad_params", f"a note is text of at most {MAX_NOTE} characters")
+    fields = {k: v for k, v in step.items() if k not in ("do", "note")}
+    if do == "lesson":
+        if lesson_part(fields.get("page"), fields.get("part", "")) is None:
+            raise ClassroomError("bad_params", "name a lesson page and one of its parts (page, part)")
+    elif do == "demo":
+        if fields.get("kind") not in DEMO_KINDS:
+            raise ClassroomError("bad_params", f"a demonstration's kind is one of: {', '.join(DEMO_KINDS)}")
+        unknown = sorted(set(fields) - {"kind", *DEMO_FIELDS})
+        if unknown:
+            raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
+    elif do == "exercise":
+        if not isinstance(fields.get("exercise"), str) or exercise_page(fields["exercise"]) is None:
+            raise ClassroomError("bad_params", "no lesson exercise has this id")
+    elif do == "experiment":
+        if fields.get("kind") not in TRAIN_KINDS:
+            raise ClassroomError("bad_params", f"an experiment's kind is one of: {', '.join(TRAIN_KINDS)}")
+    elif do == "question":
+        parse_question(fields)
+    elif do == "decode":
+        try:
+            parse_run(fields, "any", {"head": "mean"})
+        except ProtocolError as error:
+            raise ClassroomError(error.code, error.message) from error
+    else:
+        raise ClassroomError("bad_params", "`do` is one of: lesson, demo, exercise, experiment, question, decode")
+    return {"do": do, **fields, **({"note": note} if note else {})}
+
+
+def plan_steps(steps: Any) -> list[dict[str, Any]]:
+    """The plan's steps, each checked; PlanError listing every step that does not hold."""
+    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
+        raise PlanError([f"a plan has 1 to {MAX_STEPS} steps in a list"])
+    checked, problems = [], []
+    for number, step in enumerate(steps, 1):
+        try:
+            checked.append(_step(step))
+        except ClassroomError as error:
+            problems.append(f"step {number}: {error.message}")
+    if problems:
+        raise PlanError(problems)
+    return checked
+
+
+def plan_from_json(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """An exported plan's title and checked steps; PlanError for anything else."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise PlanError([f"not JSON: {error}"]) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+        raise PlanError([f'not a lesson plan: the file needs "format": "{FORMAT}" and "version": {VERSION}'])
+    title = data.get("title")
+    if not isinstance(title, str) or not title.strip() or len(title) > 120:
+        raise PlanError(["a plan's title is text of 1 to 120 characters"])
+    return title.strip(), plan_steps(data.get("steps"))
+
+
+def plan_to_json(title: str, steps: list[dict[str, Any]]) -> str:
+    return json.dumps({"format": FORMAT, "version": VERSION, "title": title, "steps": steps}, ensure_ascii=False,
+                      indent=1) + "\n"
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_plan() -> tuple[str, tuple[dict[str, Any], ...]]:
+    """The plan that ships with the app (the whole lesson), checked as any imported plan is."""
+    title, steps = plan_from_json(SHIPPED.read_text(encoding="utf-8"))
+    return title, tuple(steps)
+
+
+def plans_of(user: Any) -> QuerySet[LessonPlan]:
+    return LessonPlan.objects.filter(owner=user).order_by("title", "pk")
+
+
+def console_plans(user: Any) -> list[dict[str, Any]]:
+    """What the console steps through: the shipped plan, then the instructor's own."""
+    title, steps = shipped_plan()
+    return [{"id": "shipped", "title": title, "steps": list(steps)},
+            *({"id": str(p.pk), "title": p.title, "steps": p.steps} for p in plans_of(user))]
+
+
+def plan_save(*, owner: Any, title: str, steps: Any, plan: LessonPlan | None = None) -> LessonPlan:
+    """Create (or change) a plan; PlanError when its steps do not hold."""
+    checked = plan_steps(steps)
+    plan = plan or LessonPlan(owner=owner)
+    plan.title, plan.steps = title.strip()[:120], checked
+    plan.save()
+    return plan
+
+
+def plan_duplicate(*, owner: Any, plan: LessonPlan | None) -> LessonPlan:
+    """A copy the owner can change: of their plan, or of the shipped one (None)."""
+    title, steps = (plan.title, plan.steps) if plan is not None else (shipped_plan()[0], list(shipped_plan()[1]))
+    return LessonPlan.objects.create(owner=owner, title=f"{title} (copy)"[:120], steps=list(steps))
+
+
+def plan_results(plan: LessonPlan) -> list[dict[str, Any]]:
+    """Each session taught with the plan: its questions, answers and right answers (newest first)."""
+    rows = []
+    for session in LiveSession.objects.filter(plan=plan).order_by("-created_at"):
+        answers = Answer.objects.filter(question__session=session)
+        given, right = answers.count(), answers.filter(correct=True).count()
+        rows.append({"session": session, "asked": session.questions.count(), "answers": given, "right": right,
+                     "students": session.participants.count(), "share": round(100 * right / given) if given else None})
+    return rows
+

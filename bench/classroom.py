@@ -14,6 +14,12 @@ with the console's default views, attention rows included, at the console's defa
 - then the instructor opens a multiple-choice question; each student answers it at a random
   moment within one second; histogram time: from an answer's send to the first console
   `answers` frame whose count includes it (answers are taken in the order they were sent).
+- with --lesson, then a lesson step as the console sends it: a lesson part on every screen, then
+  the part's demonstration run once for the class (a `demonstrations` worker joins the stack).
+  Each student does what the page does on each frame: GET the part's lesson page, then the
+  class demonstration's figures. Reported: frame and page-request times from the console's
+  send (p50/p99), the answers' status codes, the web processes' CPU, and how many
+  demonstrations the worker computed (the stored results: one, whatever the class's size).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ def prepare(n_students: int) -> dict[str, Any]:
     from webapp.registry.services import model_register_folder
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: the pages' own files, as make run has
 
     def signed_in(user: Any) -> str:
         store = SessionStore()
@@ -129,6 +136,8 @@ class Seat:
         self.question = asyncio.get_running_loop().create_future()
         self.counts: list[tuple[float, int]] = []  # console: (arrival, answers counted)
         self.errors: list[dict[str, Any]] = []
+        self.lesson = asyncio.get_running_loop().create_future()  # (arrival, frame) of the lesson step's frames
+        self.demo = asyncio.get_running_loop().create_future()
 
     def take(self, at: float, payload: bytes) -> None:
         # Step frames are read without parsing them whole: 200 sockets share this process's one core
@@ -150,6 +159,8 @@ class Seat:
             self.question.set_result(frame)
         elif kind == "answers":
             self.counts.append((at, frame["total"]))
+        elif kind in ("lesson", "demo") and not getattr(self, kind).done():
+            getattr(self, kind).set_result((at, frame))
         elif kind == "error":
             self.errors.append(frame)
 
@@ -250,6 +261,7 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
         shown = next((t for t, total in console.seat.counts if total >= rank), None)
         if shown is not None:
             shown_ms.append((shown - at) * 1000)
+    lesson = await lesson_step(ports, prepared, console, students) if args.lesson else None
     for client in [console, *students]:
         client.sendClose()
     seated = [len(range(i, len(students), len(ports))) + (i == 0) for i in range(len(ports))]  # the console on 0
@@ -270,7 +282,65 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
         "answers_sent": len(sent), "answers_counted": counted,
         "histogram_p50_ms": round(percentile(shown_ms, 50), 1), "histogram_p99_ms": round(percentile(shown_ms, 99), 1),
         "errors": errors[:5],
+        **({"lesson_step": lesson} if lesson is not None else {}),
     }
+
+
+async def lesson_step(ports: list[int], prepared: dict[str, Any], console: Any, students: list[Any]) -> dict[str, Any]:
+    """The console shows a lesson part, then runs its demonstration for the class; each student's page fetches what
+    each frame names (the part's lesson page, the demonstration's figures) as classroom.js does."""
+    import aiohttp
+
+    def client(i: int, key: str) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(base_url=f"http://127.0.0.1:{ports[i % len(ports)]}", cookies={"sessionid": key},
+                                     cookie_jar=aiohttp.CookieJar(unsafe=True), timeout=aiohttp.ClientTimeout(total=120))
+
+    http = [client(i, key) for i, key in enumerate(prepared["students"])]
+    web_pids = prepared["web_pids"]
+
+    async def fetch(i: int, kind: str, sent: float, field: str) -> tuple[float, float, int, int]:
+        arrived, frame = await getattr(students[i].seat, kind)
+        setattr(students[i].seat, kind, asyncio.get_running_loop().create_future())  # for the next frame of its kind
+        async with http[i].get(frame[field]) as response:
+            body = await response.read()
+        return (arrived - sent) * 1000, (time.perf_counter() - sent) * 1000, response.status, len(body)
+
+    async def phase(frame: dict[str, Any], kind: str, field: str = "url") -> dict[str, Any]:
+        before = [cpu_s(pid) for pid in web_pids]
+        sent = time.perf_counter()
+        send(console, frame)
+        got = await asyncio.wait_for(asyncio.gather(*(fetch(i, kind, sent, field) for i in range(len(students)))), 180)
+        statuses: dict[str, int] = {}
+        for _, _, status, _ in got:
+            statuses[str(status)] = statuses.get(str(status), 0) + 1
+        return {"frame_p50_ms": round(percentile([g[0] for g in got], 50), 1),
+                "frame_p99_ms": round(percentile([g[0] for g in got], 99), 1),
+                "page_request_done_p50_ms": round(percentile([g[1] for g in got], 50), 1),
+                "page_request_done_p99_ms": round(percentile([g[1] for g in got], 99), 1),
+                "statuses": statuses, "bytes_each": max(g[3] for g in got),
+                "web_cpu_s": [round(cpu_s(pid) - b, 2) for pid, b in zip(web_pids, before, strict=True)]}
+
+    try:
+        # The part read from the whole lesson page by each screen (as the first version of the page did), then
+        # another part from its fragment, which the web process renders once for the class.
+        whole = await phase({"type": "lesson", "page": "encoder", "part": "attention"}, "lesson", "url")
+        part = await phase({"type": "lesson", "page": "encoder", "part": "layers"}, "lesson", "fragment")
+        demo = await phase({"type": "demo", "kind": "encoder", "sentence": SOURCE}, "demo")
+    finally:
+        await asyncio.gather(*(session.close() for session in http))
+    ratio = whole["page_request_done_p99_ms"] / part["page_request_done_p99_ms"]
+    return {"part_from_whole_page": whole, "part": part, "whole_page_vs_fragment_p99": round(ratio, 1),
+            "demonstration": demo}
+
+
+def count_demonstrations() -> int:
+    """The demonstrations the worker computed and the lesson stored (run in a child with the bench's database)."""
+    import django
+
+    django.setup()
+    from webapp.lesson.models import DemoResult
+
+    return DemoResult.objects.count()
 
 
 def main() -> int:
@@ -281,10 +351,15 @@ def main() -> int:
     parser.add_argument("--pace-ms", type=int, default=250, help="the console's default pace")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "classroom.json")
     parser.add_argument("--logs", type=Path, help="copy the web and worker logs into this folder")
+    parser.add_argument("--lesson", action="store_true", help="then a lesson part and its demonstration for the class")
     parser.add_argument("--prepare", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--count-demonstrations", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.prepare is not None:  # the child that sets up the database
         print(json.dumps(prepare(args.prepare)))
+        return 0
+    if args.count_demonstrations:
+        print(count_demonstrations())
         return 0
 
     from scripts.redis_embedded import EmbeddedRedis
@@ -307,14 +382,23 @@ def main() -> int:
         procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
                             "--concurrency", "4", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
                            env, data_dir / "worker.log"))
+        if args.lesson:  # as make run starts it: the lesson's demonstrations on a worker of their own
+            procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "demonstrations", "--pool",
+                                "threads", "--concurrency", "2", "--without-gossip", "--without-mingle", "--loglevel",
+                                "WARNING", "-n", "demos@%h"], env, data_dir / "demonstrations.log"))
         for port in ports:
             wait_http(port)
         wait_worker(env["REDIS_URL"])
         sniffer = Sniffer(env["REDIS_URL"], f"asgi__group__classroom.{prepared['code']}")
         sniffer.start()
         load_before = os.getloadavg()
-        figures = asyncio.run(run_class(ports, prepared, args, sniffer, [proc.pid for proc in procs[:len(ports)]]))
+        prepared["web_pids"] = [proc.pid for proc in procs[:len(ports)]]
+        figures = asyncio.run(run_class(ports, prepared, args, sniffer, prepared["web_pids"]))
         load_after = os.getloadavg()
+        if args.lesson:
+            figures["lesson_step"]["demonstrations_computed"] = int(subprocess.run(
+                [sys.executable, __file__, "--count-demonstrations"], env=env, check=True, capture_output=True,
+                text=True).stdout.strip().splitlines()[-1])
     finally:
         if sniffer is not None:
             sniffer.stopping = True
@@ -329,6 +413,7 @@ def main() -> int:
     result = {
         **figures,
         "settings": {"webs": args.webs, "tokens": args.tokens, "pace_ms": args.pace_ms, "strategy": "greedy",
+                     "lesson": args.lesson,
                      "views": "console default (attention rows included)"},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_before": [round(x, 2) for x in load_before],

@@ -388,8 +388,9 @@ if (typed) {
 // -- the lesson, taught live -----------------------------------------------------------------------
 
 // The part of a lesson page the console put on every screen: read from the page itself (in this reader's
-// language), from its heading to the next one, without the page's own demonstration forms (the class's
-// demonstration is the console's, below it). A later part replaces one still loading.
+// language, the part's fragment the server cut from the page: its heading to the next one, without the page's own
+// demonstration forms, as the class's demonstration is the console's, below it). A later part replaces one still
+// loading.
 let lessonShown = 0;
 
 function partOf(doc, part) {
@@ -413,7 +414,7 @@ function showLesson(frame) {
   $("cr-lesson-demo").hidden = true; // a new part: the last demonstration was about another one
   const box = $("cr-lesson-part");
   box.setAttribute("aria-busy", "true");
-  track(fetch(frame.url, { credentials: "same-origin" }).then(async (response) => {
+  track(fetch(frame.fragment, { credentials: "same-origin" }).then(async (response) => {
     if (!response.ok) throw new Error(String(response.status));
     const doc = new DOMParser().parseFromString(await response.text(), "text/html");
     if (shown !== lessonShown) return;
@@ -553,7 +554,9 @@ function setUpPlan(lang) {
       $("cr-part").dispatchEvent(new Event("change"));
     }
     if (step.do === "demo" && step.sentence) $("cr-demo-sentence").value = step.sentence;
-    if (send(frameOf(step)) !== false) place.at += 1;
+    const sent = send(frameOf(step));
+    if (step.do === "decode") state.stepRunAsked = sent && Boolean(step.step_mode); // Step then waits for its start
+    if (sent) place.at += 1;
     show();
   });
   $("cr-plan-skip").addEventListener("click", () => { place.at += 1; show(); });

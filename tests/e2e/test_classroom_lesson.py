@@ -53,7 +53,10 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     assert teacher.get_by_test_id("demo-sentence").is_hidden()
     teacher.select_option("[data-testid=plan-picker]", str(plan.pk))
     wait_text(teacher, "plan-next", "Step 1 of 6: show Try it on the real model")
-    assert LiveSession.objects.get(code=code).plan == plan  # its results gather on the plan's page
+    deadline = time.monotonic() + 10  # the `plan` frame is on its way: its results will gather on the plan's page
+    while LiveSession.objects.get(code=code).plan != plan:
+        assert time.monotonic() < deadline, "the session did not record its plan"
+        time.sleep(0.1)
 
     teacher.get_by_test_id("plan-do").click()  # 1: the part
     ann.wait_for_selector("[data-testid=lesson-part] h2#layers")

@@ -38,7 +38,9 @@ def lesson_frame(lesson: dict[str, Any] | None) -> dict[str, Any] | None:
     if not lesson:
         return None
     url = reverse(f"lesson:{TEMPLATES[lesson['page']]}")
-    return {"type": "lesson", "page": lesson["page"], "part": lesson["part"], "url": url}
+    fragment = reverse("lesson:part", args=[lesson["page"], lesson["part"]]) if lesson["part"] else \
+        reverse("lesson:part_top", args=[lesson["page"]])
+    return {"type": "lesson", "page": lesson["page"], "part": lesson["part"], "url": url, "fragment": fragment}
 
 
 def lesson_show(*, session: LiveSession, frame: dict[str, Any]) -> dict[str, Any]:

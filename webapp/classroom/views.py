@@ -10,8 +10,8 @@ from django.core.exceptions import PermissionDenied
 from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from webapp.accounts.lockout import client_ip
@@ -288,9 +288,18 @@ def demo(request: HttpRequest, code: str) -> HttpResponse:
     shown = session.run_state.demo
     if not shown:
         return render(request, "classroom/partials/no_demo.html")
-    context = {"kind": shown["kind"], "result": shown["result"], "cached": shown["cached"],
-               "figures": figures_for(shown["kind"], shown["result"]), "for_class": True}
-    return render(request, f"lesson/partials/demo_{shown['kind']}.html", context)
+    key = (session.code, shown["n"], get_language())
+    text = _demo_pages.get(key)
+    if text is None:  # the same for every reader of a language: a class asking together costs one rendering
+        context = {"kind": shown["kind"], "result": shown["result"], "cached": shown["cached"],
+                   "figures": figures_for(shown["kind"], shown["result"])}
+        text = _demo_pages[key] = render(request, f"lesson/partials/demo_{shown['kind']}.html", context).content
+        while len(_demo_pages) > 64:
+            _demo_pages.pop(next(iter(_demo_pages)))
+    return HttpResponse(text)
+
+
+_demo_pages: dict[tuple[str, int, str], bytes] = {}  # (session, its demonstration's number, language) -> the fragment
 
 
 def _strings() -> dict[str, Any]:

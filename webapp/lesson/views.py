@@ -14,7 +14,7 @@ from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
 from webapp.lesson.figures import arm_label, arm_names, figures_for, masks_figure, stacks_figure
 from webapp.lesson.models import TrainingRun
-from webapp.lesson.parts import TEMPLATES
+from webapp.lesson.parts import TEMPLATES, lesson_part, part_html
 from webapp.lesson.services import (
     DEFAULT_MODEL,
     DEFAULT_SENTENCE,
@@ -61,14 +61,41 @@ def _pages() -> list[tuple[str, str, str]]:
 
 def _page(request: HttpRequest, page: str, **extra: Any) -> HttpResponse:
     progress_visit(user=request.user, page=page)
-    context = {
+    return render(request, f"lesson/{content.lang()}/{TEMPLATES[page]}.html", _page_context(request, page, **extra))
+
+
+def _page_context(request: HttpRequest, page: str, **extra: Any) -> dict[str, Any]:
+    return {
         "page": page, "pages": _pages(),
         "title": str(content.PAGE_TITLES[page]), "errata": content.errata(page),
         "exercises": content.exercises(page, progress_revealed(user=request.user, page=page)),
         "models": models_visible_to(request.user).filter(task="zh-en"), "default_model": DEFAULT_MODEL,
         "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS, "model_card": _model_card(request), "paper": content.PAPER, **extra,
     }
-    return render(request, f"lesson/{content.lang()}/{TEMPLATES[page]}.html", context)
+
+
+# What each page's view adds to the shared context (the figures some pages draw).
+PAGE_EXTRAS = {
+    "decoder": lambda: {"run": training_latest(kind="mask")},
+    "questions": lambda: {"run": training_latest(kind="ffn"), "figures": {"masks": masks_figure(7)},
+                          "stacks": {"stacks": stacks_figure(4, 3)}},
+    "glossary": lambda: {"terms": content.glossary()},
+}
+
+
+@signed_in
+def part(request: HttpRequest, page: str, part: str = "") -> HttpResponse:
+    """One part of a lesson page, as a live session's screens show it (webapp/lesson/parts.py): the same for every
+    reader of a language, rendered once a minute however many screens ask; no visit is recorded (the page's is)."""
+    if lesson_part(page, part) is None:
+        raise Http404("no such part of the lesson")
+
+    def render_page() -> str:
+        extra = PAGE_EXTRAS.get(page, dict)()
+        context = _page_context(request, page, **extra)
+        return render(request, f"lesson/{content.lang()}/{TEMPLATES[page]}.html", context).content.decode()
+
+    return HttpResponse(part_html(page, part, render_page))
 
 
 @signed_in
@@ -83,7 +110,7 @@ def encoder(request: HttpRequest) -> HttpResponse:
 
 @signed_in
 def decoder(request: HttpRequest) -> HttpResponse:
-    return _page(request, "decoder", run=training_latest(kind="mask"))
+    return _page(request, "decoder", **PAGE_EXTRAS["decoder"]())
 
 
 @signed_in
@@ -93,14 +120,12 @@ def residual_norm(request: HttpRequest) -> HttpResponse:
 
 @signed_in
 def questions(request: HttpRequest) -> HttpResponse:
-    masks = {"masks": masks_figure(7)}
-    stacks = {"stacks": stacks_figure(4, 3)}
-    return _page(request, "questions", run=training_latest(kind="ffn"), figures=masks, stacks=stacks)
+    return _page(request, "questions", **PAGE_EXTRAS["questions"]())
 
 
 @signed_in
 def glossary(request: HttpRequest) -> HttpResponse:
-    return _page(request, "glossary", terms=content.glossary())
+    return _page(request, "glossary", **PAGE_EXTRAS["glossary"]())
 
 
 @signed_in

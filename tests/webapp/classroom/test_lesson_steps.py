@@ -26,7 +26,8 @@ async def test_a_lesson_part_reaches_every_screen_and_a_late_joiner_and_bad_part
     ws_ann, first = await seat(session, ann)
     assert first["lesson"] is None and first["demo"] is None  # nothing shown yet
     await console.send_json_to({"type": "lesson", "page": "encoder", "part": "attention"})
-    expected = {"type": "lesson", "page": "encoder", "part": "attention", "url": "/lesson/encoder/"}
+    expected = {"type": "lesson", "page": "encoder", "part": "attention", "url": "/lesson/encoder/",
+                "fragment": "/lesson/parts/encoder/attention/"}
     assert await until(console, "lesson") == expected
     assert await until(ws_ann, "lesson") == expected
     bob = await db(make_student)("bob")
@@ -180,3 +181,22 @@ async def test_the_class_predicts_a_training_comparison_and_its_measured_result_
     assert panel.status_code == 200 and 'data-testid="plot-' in panel.content.decode()
     for ws in (console, ws_ann):
         await ws.disconnect()
+
+
+
+def test_a_part_reads_the_same_for_every_student_of_a_language_without_a_form_or_a_name(client_as, make_student):
+    ann, bob = make_student("ann"), make_student("bob")
+    first = client_as(ann).get("/lesson/parts/encoder/layers/")
+    text = first.content.decode()
+    assert first.status_code == 200 and text.startswith('<article class="lesson"><h2 id="layers">')
+    assert "<form" not in text and "csrfmiddlewaretoken" not in text and "ann" not in text
+    assert text.count("<h2") == 1 and "exercises" not in text  # this part only
+    assert client_as(bob).get("/lesson/parts/encoder/layers/").content == first.content
+    cost = client_as(bob).get("/lesson/parts/encoder/cost/").content.decode()  # its form cut, its prose kept
+    assert "n² in time and memory" in cost and 'data-testid="cost-memory"' in cost and "<form" not in cost
+    top = client_as(ann).get("/lesson/parts/decoder/").content.decode()
+    assert 'data-testid="lesson-title"' in top and "<h2" not in top
+    chinese = client_as(ann).get("/lesson/parts/encoder/layers/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "在真实模型上试一试" in chinese
+    assert client_as(ann).get("/lesson/parts/encoder/nowhere/").status_code == 404
+    assert client_as(None).get("/lesson/parts/encoder/layers/").status_code == 302  # signed-in readers only

@@ -9,6 +9,7 @@ import redis
 import segno
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from webapp.accounts.roles import Role, has_role
@@ -114,11 +115,23 @@ def _join_keys(user_id: Any, address: str) -> list[str]:
     return [f"encdec:classroom:joins:user:{user_id}", f"encdec:classroom:joins:address:{address}"]
 
 
+def _already_in(code: str, user_id: Any) -> bool:
+    """This user sits in, or teaches, the session with this code: their requests for it are not guesses. Each attempt
+    is counted while it is looked up, so without this a class fetching its pages together from one shared address
+    (a lesson step: every screen at once) went past the address's limit and was refused its own session."""
+    if user_id is None:
+        return False
+    seated = Participant.objects.filter(user_id=user_id).values("session_id")
+    return LiveSession.objects.filter(Q(instructor_id=user_id) | Q(pk__in=seated), code=normalize_code(code)).exists()
+
+
 def session_by_code_throttled(code: str, *, user_id: Any, address: str) -> LiveSession | None:
     """session_by_code for a code someone typed or followed: each user and each client address may try
     CLASSROOM_JOIN_FAILURES_PER_USER / _PER_ADDRESS wrong codes per CLASSROOM_JOIN_WINDOW_S; past that every
     attempt is refused (JoinThrottled) until the window ends. A right code costs nothing: each attempt is
     counted first (so attempts at once cannot all slip under the limit) and given back when the code is found."""
+    if _already_in(code, user_id):  # not a guess: their own class (a class at once behind one address, too)
+        return session_by_code(code)
     keys = _join_keys(user_id, address)
     limits = [settings.CLASSROOM_JOIN_FAILURES_PER_USER, settings.CLASSROOM_JOIN_FAILURES_PER_ADDRESS]
     try:

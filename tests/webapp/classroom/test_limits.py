@@ -126,6 +126,24 @@ def test_the_answers_csv_defuses_every_cell_and_times_each_answer(client_as, ses
     assert 1 <= (times[1] - times[0]).total_seconds() < 2 and times[1] < closed  # each its own time, not the close
 
 
+def test_a_class_behind_one_address_past_its_limit_still_reaches_its_own_session(client_as, session, instructor,
+                                                                               student, django_user_model, settings):
+    """Attempts are counted while they are looked up: a class's requests at once from one shared address went past
+    the address's limit. Those of the session's own students and instructor are not guesses, and are not counted."""
+    from webapp.classroom.models import Participant
+
+    settings.CLASSROOM_JOIN_FAILURES_PER_ADDRESS = 2
+    Participant.objects.create(session=session, user=student)
+    stranger = client_as(django_user_model.objects.create_user(username="stranger", password="pw-for-tests-only"))
+    for _ in range(2):  # the shared address spends its wrong guesses
+        assert stranger.get(f"/classroom/{_wrong(session.code)}/").status_code == 404
+    assert stranger.get(f"/classroom/{session.code}/").status_code == 429  # a newcomer is throttled
+    for _ in range(5):
+        assert client_as(student).get(f"/classroom/{session.code}/").status_code == 200
+        assert client_as(student).get(f"/classroom/{session.code}/demo/").status_code == 200
+        assert client_as(instructor).get(f"/classroom/{session.code}/console/").status_code == 200
+
+
 @pytest.mark.django_db(transaction=True)
 async def test_wrong_codes_on_the_classroom_socket_are_throttled_as_the_join_page_is(session, student, settings):
     from tests.fixtures.classroom import until

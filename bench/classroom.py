@@ -14,11 +14,12 @@ with the console's default views, attention rows included, at the console's defa
 - then the instructor opens a multiple-choice question; each student answers it at a random
   moment within one second; histogram time: from an answer's send to the first console
   `answers` frame whose count includes it (answers are taken in the order they were sent).
-- with --lesson, then a lesson step as the console sends it: a lesson part on every screen, then
+- with --lesson, then lesson steps as the console sends them: a lesson part on every screen, then
   the part's demonstration run once for the class (a `demonstrations` worker joins the stack).
-  Each student does what the page does on each frame: GET the part's lesson page, then the
-  class demonstration's figures. Reported: frame and page-request times from the console's
-  send (p50/p99), the answers' status codes, the web processes' CPU, and how many
+  Side by side in one run: every screen GETting a part (the whole lesson page, then the part's
+  fragment) against the part in the frame itself, as classroom.js reads it; then the
+  demonstration's figures in its frame. Reported: frame and page-request times from the
+  console's send (p50/p99), status codes, bytes, the web processes' CPU, and how many
   demonstrations the worker computed (the stored results: one, whatever the class's size).
 """
 
@@ -298,14 +299,16 @@ async def lesson_step(ports: list[int], prepared: dict[str, Any], console: Any, 
     http = [client(i, key) for i, key in enumerate(prepared["students"])]
     web_pids = prepared["web_pids"]
 
-    async def fetch(i: int, kind: str, sent: float, field: str) -> tuple[float, float, int, int]:
+    async def fetch(i: int, kind: str, sent: float, field: str | None) -> tuple[float, float, int | str, int]:
         arrived, frame = await getattr(students[i].seat, kind)
         setattr(students[i].seat, kind, asyncio.get_running_loop().create_future())  # for the next frame of its kind
+        if field is None:  # what the screen shows came in the frame (as classroom.js reads it): no request
+            return (arrived - sent) * 1000, (arrived - sent) * 1000, "in the frame", len(frame["html"].encode())
         async with http[i].get(frame[field]) as response:
             body = await response.read()
         return (arrived - sent) * 1000, (time.perf_counter() - sent) * 1000, response.status, len(body)
 
-    async def phase(frame: dict[str, Any], kind: str, field: str = "url") -> dict[str, Any]:
+    async def phase(frame: dict[str, Any], kind: str, field: str | None) -> dict[str, Any]:
         before = [cpu_s(pid) for pid in web_pids]
         sent = time.perf_counter()
         send(console, frame)
@@ -321,16 +324,18 @@ async def lesson_step(ports: list[int], prepared: dict[str, Any], console: Any, 
                 "web_cpu_s": [round(cpu_s(pid) - b, 2) for pid, b in zip(web_pids, before, strict=True)]}
 
     try:
-        # The part read from the whole lesson page by each screen (as the first version of the page did), then
-        # another part from its fragment, which the web process renders once for the class.
+        # Side by side, one part each: every screen asking the web process for it (the whole lesson page, as the
+        # first version of the page did; then the part's own fragment), and the part in the frame itself.
         whole = await phase({"type": "lesson", "page": "encoder", "part": "attention"}, "lesson", "url")
-        part = await phase({"type": "lesson", "page": "encoder", "part": "layers"}, "lesson", "fragment")
-        demo = await phase({"type": "demo", "kind": "encoder", "sentence": SOURCE}, "demo")
+        fragment = await phase({"type": "lesson", "page": "encoder", "part": "positions"}, "lesson", "fragment")
+        part = await phase({"type": "lesson", "page": "encoder", "part": "layers"}, "lesson", None)
+        demo = await phase({"type": "demo", "kind": "encoder", "sentence": SOURCE}, "demo", None)
     finally:
         await asyncio.gather(*(session.close() for session in http))
-    ratio = whole["page_request_done_p99_ms"] / part["page_request_done_p99_ms"]
-    return {"part_from_whole_page": whole, "part": part, "whole_page_vs_fragment_p99": round(ratio, 1),
-            "demonstration": demo}
+    return {"part_from_whole_page": whole, "part_from_fragment": fragment, "part_in_frame": part,
+            "whole_page_vs_frame_p99": round(whole["page_request_done_p99_ms"] / part["page_request_done_p99_ms"], 1),
+            "fragment_vs_frame_p99": round(fragment["page_request_done_p99_ms"] / part["page_request_done_p99_ms"], 1),
+            "demonstration_in_frame": demo}
 
 
 def count_demonstrations() -> int:

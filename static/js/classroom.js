@@ -149,7 +149,7 @@ const handlers = {
     } else {
       result.textContent = say("wrong", { answer: label(frame.answer) });
     }
-    if (frame.experiment) showExperiment(frame.experiment); // a comparison predicted: its measured result
+    if (frame.experiment) showExperiment(frame); // a comparison predicted: its measured result
     if (frame.explanation) { // a lesson exercise: why its answer is right
       const why = document.createElement("span");
       why.className = "cr-explanation";
@@ -414,9 +414,8 @@ function showLesson(frame) {
   $("cr-lesson-demo").hidden = true; // a new part: the last demonstration was about another one
   const box = $("cr-lesson-part");
   box.setAttribute("aria-busy", "true");
-  track(fetch(frame.fragment, { credentials: "same-origin" }).then(async (response) => {
-    if (!response.ok) throw new Error(String(response.status));
-    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+  track(textOf(frame, frame.fragment).then((text) => {
+    const doc = new DOMParser().parseFromString(text, "text/html");
     if (shown !== lessonShown) return;
     const nodes = partOf(doc, frame.part).map((node) => document.importNode(node, true));
     for (const node of nodes) node.querySelectorAll(".demo, script:not([type='application/json'])").forEach((e) => e.remove());
@@ -436,7 +435,7 @@ let demoShown = 0;
 
 function showDemo(frame) {
   $("cr-lesson-demo").dataset.n = String(frame.n);
-  showFragment(frame.url, say("demo_from", { model: frame.model }));
+  showFragment(frame, frame.url, say("demo_from", { model: frame.model }));
 }
 
 function experimentWaiting() {
@@ -447,20 +446,26 @@ function experimentWaiting() {
   $("cr-demo-result").replaceChildren();
 }
 
-function showExperiment(experiment) {
-  showFragment(experiment.url, say("experiment_result"));
+function showExperiment(reveal) {
+  showFragment(reveal, reveal.experiment.url, say("experiment_result"));
 }
 
-function showFragment(url, line) {
+// What a frame shows: its own `html` (the server rendered it once, in this screen's language), else read from `url`.
+async function textOf(frame, url) {
+  if (typeof frame.html === "string") return frame.html;
+  const response = await fetch(url, { credentials: "same-origin" });
+  if (!response.ok) throw new Error(String(response.status));
+  return response.text();
+}
+
+function showFragment(frame, url, line) {
   const shown = ++demoShown;
   const panel = $("cr-lesson-demo");
   $("cr-lesson").hidden = false;
   panel.hidden = false;
   panel.setAttribute("aria-busy", "true");
   $("cr-demo-status").textContent = line;
-  track(fetch(url, { credentials: "same-origin" }).then(async (response) => {
-    if (!response.ok) throw new Error(String(response.status));
-    const html = await response.text();
+  track(textOf(frame, url).then((html) => {
     if (shown !== demoShown) return;
     const result = $("cr-demo-result");
     result.innerHTML = html; // the server's own fragment: every value in it escaped by the template

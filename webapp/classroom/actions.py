@@ -57,6 +57,7 @@ class Caller(Protocol):
     seated: bool
     relay: SessionRelay
     closing: bool
+    language: str  # the screen's (what a lesson step's frames carry is rendered in it)
 
     async def send(self, text_data: str) -> None: ...
 
@@ -111,7 +112,7 @@ async def presence(socket: Caller, change: int) -> None:
 
 async def snapshot(socket: Caller, session: LiveSession) -> dict[str, Any]:
     """The `session` frame (docs/classroom-socket.md)."""
-    return await _db(stored.snapshot)(session, socket.user, socket.drives, socket.relay)
+    return await _db(stored.snapshot)(session, socket.user, socket.drives, socket.relay, socket.language)
 
 
 # -- the run's state, for a socket that joins, reconnects or saw a gap -----------------------------------
@@ -341,7 +342,9 @@ async def console_demo(socket: Caller, session: LiveSession, frame: dict[str, An
     except ClassroomError:
         await publish(socket.code, {"type": "demo_refused", "kind": frame.get("kind")})
         raise
-    await publish(socket.code, lesson_steps.demo_frame(session, demo))
+    # The result travels once to each web process, which renders it once per language for its screens.
+    await publish(socket.code, lesson_steps.demo_frame(session, demo),
+                  demo={k: demo[k] for k in ("kind", "result", "cached")})
 
 
 async def console_exercise(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
@@ -420,4 +423,8 @@ async def event_frame(socket: Caller, message: dict[str, Any]) -> dict[str, Any]
             frame["you"]["score"] = await _db(stored.score_of_user)(socket.code, socket.user_id)
     elif kind == "presence" and not socket.drives:
         frame = {"type": "presence", "count": frame.get("count", 0)}
+    key = lesson_steps.html_key(socket.code, frame, socket.language)
+    if key is not None:  # what the screen shows of a lesson step, rendered once per language in this process
+        text = lesson_steps.html_kept(key) or await _db(lesson_steps.html_render)(key, socket.user, message.get("demo"))
+        frame = {**frame, "html": text}
     return frame

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from webapp.classroom import actions
+from webapp.classroom import actions, lesson_steps
 from webapp.classroom.errors import ClassroomError
 from webapp.live.sockets import JsonSocket
 
@@ -31,6 +31,7 @@ class ClassroomSocket(JsonSocket):
         self.code = self.scope["url_route"]["kwargs"]["code"]
         self.user = self.scope["user"]
         self.user_id = self.user.pk
+        self.language = lesson_steps.scope_language(self.scope)  # what lesson steps' frames carry is rendered in it
         try:
             session = await actions.session_open(self.code, self.user, self.scope)
         except ClassroomError as refusal:

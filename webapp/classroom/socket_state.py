@@ -67,7 +67,7 @@ def public_question(question: Question) -> dict[str, Any]:
             "exercise": question.exercise or None, "experiment": lesson_steps.experiment_public(question)}
 
 
-def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay) -> dict[str, Any]:
+def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay, language: str = "en") -> dict[str, Any]:
     """The first frame: the session, its views, the open question and this user's answer and score."""
     state = session.run_state
     question = questions.open_question(session)
@@ -76,7 +76,8 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay)
         "role": "console" if drives else "student", "source": state.source, "params": state.params,
         "views": state.views, "layer": state.layer, "head": state.head, "request_id": state.request_id,
         "running": bool(state.running), "question": None, "presence": 0,
-        "lesson": lesson_steps.lesson_frame(state.lesson), "demo": lesson_steps.demo_frame(session, state.demo),
+        "lesson": lesson_steps.with_html(session, lesson_steps.lesson_frame(state.lesson), user, language),
+        "demo": lesson_steps.with_html(session, lesson_steps.demo_frame(session, state.demo), user, language),
     }
     if question is not None:
         public = public_question(question)

@@ -18,7 +18,7 @@ from webapp.accounts.lockout import client_ip
 from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.accounts.roles import Role, has_role
 from webapp.classroom import history as transcripts
-from webapp.classroom import services
+from webapp.classroom import lesson_steps, services
 from webapp.classroom.codes import LENGTH, looks_like_code, normalize_code
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import VIEWS, LiveSession
@@ -281,25 +281,13 @@ def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
 def demo(request: HttpRequest, code: str) -> HttpResponse:
     """The demonstration the console ran for the class, drawn as the lesson page draws a student's own, in this
     reader's language: from the session's state, never a worker (it was computed once, for everyone)."""
-    from webapp.lesson.figures import figures_for
-
     session = _session_or_404(request, code)
     _may_read(request, session)
     shown = session.run_state.demo
     if not shown:
         return render(request, "classroom/partials/no_demo.html")
-    key = (session.code, shown["n"], get_language())
-    text = _demo_pages.get(key)
-    if text is None:  # the same for every reader of a language: a class asking together costs one rendering
-        context = {"kind": shown["kind"], "result": shown["result"], "cached": shown["cached"],
-                   "figures": figures_for(shown["kind"], shown["result"])}
-        text = _demo_pages[key] = render(request, f"lesson/partials/demo_{shown['kind']}.html", context).content
-        while len(_demo_pages) > 64:
-            _demo_pages.pop(next(iter(_demo_pages)))
-    return HttpResponse(text)
-
-
-_demo_pages: dict[tuple[str, int, str], bytes] = {}  # (session, its demonstration's number, language) -> the fragment
+    key = ("demo", session.code, shown["n"], get_language())  # as the screens' frames carry it: rendered once
+    return HttpResponse(lesson_steps.html_kept(key) or lesson_steps.html_render(key, request.user, shown))
 
 
 def _strings() -> dict[str, Any]:

@@ -28,11 +28,12 @@ async def test_a_lesson_part_reaches_every_screen_and_a_late_joiner_and_bad_part
     await console.send_json_to({"type": "lesson", "page": "encoder", "part": "attention"})
     expected = {"type": "lesson", "page": "encoder", "part": "attention", "url": "/lesson/encoder/",
                 "fragment": "/lesson/parts/encoder/attention/"}
-    assert await until(console, "lesson") == expected
-    assert await until(ws_ann, "lesson") == expected
+    shown = [await until(console, "lesson"), await until(ws_ann, "lesson")]
     bob = await db(make_student)("bob")
     ws_bob, late = await seat(session, bob)  # joins afterwards: the part is in the first frame
-    assert late["lesson"] == expected
+    for frame in (*shown, late["lesson"]):  # the part itself comes with the frame, rendered once for the class
+        assert {k: v for k, v in frame.items() if k != "html"} == expected
+        assert frame["html"].startswith('<article class="lesson"><h2 id="attention">') and "<form" not in frame["html"]
     for bad in ({"page": "encoder", "part": "no-such-part"}, {"page": "nowhere", "part": ""}, {"page": 3},
                 {"page": "decoder", "part": ["mask"]}):
         await console.send_json_to({"type": "lesson", **bad})
@@ -92,6 +93,7 @@ async def test_a_demonstration_runs_once_for_the_class_and_every_screen_draws_it
         assert (await until(ws, "demo_running"))["kind"] == "encoder"
         shown = await until(ws, "demo", timeout=60)
         assert shown["n"] == 1 and shown["cached"] is False and shown["params"]["layer"] == 1
+        assert 'data-testid="plot-' in shown["html"] and "result" not in shown  # the figures, not the raw result
     assert await db(DemoResult.objects.count)() == 1  # one worker job for the whole class
     for user in students:  # each screen reads the figures from the session, in its own language
         page = (await db(lambda u=user: client_as(u).get(shown["url"]))())
@@ -176,7 +178,7 @@ async def test_the_class_predicts_a_training_comparison_and_its_measured_result_
     await console.send_json_to({"type": "reveal"})
     reveal = await until(ws_ann, "reveal")
     assert reveal["answer"] == lowest and reveal["you"]["correct"] is (lowest == "no mask")
-    assert reveal["experiment"]["url"] == asked["experiment"]["url"]
+    assert reveal["experiment"]["url"] == asked["experiment"]["url"] and 'data-testid="plot-' in reveal["html"]
     panel = await db(lambda: client_as(ann).get(reveal["experiment"]["url"]))()
     assert panel.status_code == 200 and 'data-testid="plot-' in panel.content.decode()
     for ws in (console, ws_ann):

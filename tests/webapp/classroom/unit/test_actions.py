@@ -23,6 +23,7 @@ class Caller:
     session_id = 1
     seated = True
     closing = False
+    language = "en"
 
     def __init__(self, *, drives: bool) -> None:
         self.drives = drives

@@ -1,0 +1,107 @@
+"""The lesson as it is drawn for readers: a page's context, a part of a page, a demonstration's fragment and a
+training comparison's panel. What a live session's screens are sent (webapp/classroom/lesson_steps.py) is rendered
+here once per language, without a request: the same text for every reader of that language."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from webapp.lesson import content
+from webapp.lesson.diagram import diagram, norm_names
+from webapp.lesson.figures import arm_label, arm_names, figures_for, masks_figure, stacks_figure
+from webapp.lesson.models import TrainingRun
+from webapp.lesson.parts import TEMPLATES, part_html
+from webapp.lesson.services import (
+    DEFAULT_MODEL,
+    DEFAULT_SENTENCE,
+    DEMO_MAX_CHARS,
+    progress_revealed,
+    training_latest,
+    training_queue_place,
+    workers_present,
+)
+from webapp.registry.models import TrainedModel
+from webapp.registry.services import models_visible_to
+
+
+def model_card() -> dict[str, Any]:
+    """The shipped model the pages describe: its configuration and training settings, from the registry."""
+    model = TrainedModel.objects.filter(name=DEFAULT_MODEL).first()
+    config = model.config if model else {}
+    metrics = (model.metrics if model else {}) or {}
+    train = metrics.get("train", {}) or {}
+    seconds = metrics.get("train_seconds")
+    return {"name": DEFAULT_MODEL, "config": config, "train": train, "found": model is not None,
+            # How long it trained, as its metrics recorded it: the overview says so rather than "minutes".
+            "steps": metrics.get("step"), "threads": metrics.get("torch_threads"),
+            "train_minutes": round(seconds / 60) if seconds else None,
+            "encoder_layers": range(config.get("n_encoder_layers", 0)),
+            "decoder_layers": range(config.get("n_decoder_layers", 0)), "heads": range(config.get("n_heads", 0)),
+            "diagram": diagram(config), "norms": norm_names(config),
+            "paper_matrix": content.count_text(content.PAPER_VOCAB * content.PAPER["d_model"]),
+            "parameters": content.count_text(content.parameter_count(config)) if config else None,
+            "parameter_rows": content.parameter_rows(
+                [(m.name, m.config) for m in TrainedModel.objects.filter(shipped=True).order_by("name")])}
+
+
+def pages() -> list[tuple[str, str, str]]:
+    return [(p, str(content.PAGE_TITLES[p]), reverse(f"lesson:{TEMPLATES[p]}")) for p in content.PAGES]
+
+
+def page_context(user: Any, page: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "page": page, "pages": pages(),
+        "title": str(content.PAGE_TITLES[page]), "errata": content.errata(page),
+        "exercises": content.exercises(page, progress_revealed(user=user, page=page)),
+        "models": models_visible_to(user).filter(task="zh-en"), "default_model": DEFAULT_MODEL,
+        "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS, "model_card": model_card(), "paper": content.PAPER, **extra,
+    }
+
+
+# What each page's view adds to the shared context (the figures some pages draw).
+PAGE_EXTRAS = {
+    "decoder": lambda: {"run": training_latest(kind="mask")},
+    "questions": lambda: {"run": training_latest(kind="ffn"), "figures": {"masks": masks_figure(7)},
+                          "stacks": {"stacks": stacks_figure(4, 3)}},
+    "glossary": lambda: {"terms": content.glossary()},
+}
+
+
+def part_text(page: str, part: str, user: Any) -> str:
+    """A part of a page in the active language, as a class's screens show it (parts.part_html: cut from the page,
+    kept a minute). `user` only fills what the cut leaves out (the demonstration forms' models, the exercises)."""
+    def render_page() -> str:
+        context = page_context(user, page, **PAGE_EXTRAS.get(page, dict)())
+        return render_to_string(f"lesson/{content.lang()}/{TEMPLATES[page]}.html", context)
+
+    return part_html(page, part, render_page)
+
+
+def demo_context(kind: str, result: dict[str, Any], cached: bool) -> dict[str, Any]:
+    return {"kind": kind, "result": result, "cached": cached, "figures": figures_for(kind, result)}
+
+
+def demo_text(kind: str, result: dict[str, Any], cached: bool) -> str:
+    """A demonstration's result as the lesson page shows it, in the active language."""
+    return render_to_string(f"lesson/partials/demo_{kind}.html", demo_context(kind, result, cached))
+
+
+def queue_context(run: TrainingRun) -> dict[str, Any]:
+    return {"run": run, "queue": training_queue_place(run=run), "queue_url": reverse("lesson:run_queue", args=[run.pk])}
+
+
+def run_panel_context(run: TrainingRun) -> dict[str, Any]:
+    done = run.status == TrainingRun.Status.SUCCEEDED
+    figures = figures_for(run.kind, run.result) if done else {}
+    waiting = run.status == TrainingRun.Status.QUEUED and workers_present("experiments") is False
+    arms = [{**arm, "shown": arm_label(arm["label"])} for arm in run.result["arms"]] if done else []
+    return {"figures": figures, "no_worker": waiting, "arms": arms,
+            "arm_names": json.dumps(arm_names(run.kind), ensure_ascii=False), **queue_context(run)}
+
+
+def run_panel_text(run: TrainingRun) -> str:
+    """A training comparison's panel (its curves once it is done), in the active language."""
+    return render_to_string("lesson/partials/run.html", run_panel_context(run))

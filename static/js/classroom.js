@@ -446,8 +446,8 @@ function experimentWaiting() {
   $("cr-demo-result").replaceChildren();
 }
 
-function showExperiment(reveal) {
-  showFragment(reveal, reveal.experiment.url, say("experiment_result"));
+function showExperiment(reveal) { // a result kept from before the question is said to be one
+  showFragment(reveal, reveal.experiment.url, say(reveal.experiment.kept ? "experiment_kept" : "experiment_result"));
 }
 
 // What a frame shows: its own `html` (the server rendered it once, in this screen's language), else read from `url`.

@@ -277,7 +277,7 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     if explained is not None:  # a lesson exercise: its own right option, and why
         answer = explained[0]
     elif measured is not None:  # a training comparison: the arm that ended lowest
-        answer = measured
+        answer = measured[0]
     elif question.kind == Question.CHOICE:
         answer = frame.get("answer")
         if answer not in question.options:
@@ -298,8 +298,8 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
               "counts": counts, "total": sum(counts.values())}
     if explained is not None:
         reveal["explanation"] = explained[1]
-    if measured is not None:
-        reveal["experiment"] = await _db(lesson_steps.experiment_public)(question)
+    if measured is not None:  # kept: measured before the question (the screens say so), not for it
+        reveal["experiment"] = {**await _db(lesson_steps.experiment_public)(question), "kept": measured[1]}
     await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
 
 

@@ -24,6 +24,11 @@ from django.utils import translation
 from webapp.classroom import questions, services
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LessonPlan, LiveSession, Question
+from webapp.core.figure_style import label_text
+from webapp.experiments import figures as experiment_figures
+from webapp.experiments.models import ExperimentRun
+from webapp.experiments.pages import PAGES as EXPERIMENT_PAGES
+from webapp.experiments.services import QuotaExceeded, experiment_run_request
 from webapp.lesson.content import PREDICTIONS, exercise_question, exercise_right
 from webapp.lesson.figures import ARM_LABELS, arm_label
 from webapp.lesson.models import TrainingRun
@@ -131,42 +136,90 @@ def exercise_answer(question: Question) -> tuple[str, str] | None:
     return exercise_right(question.exercise, list(question.options))
 
 
+# The experiments pages' comparisons a class predicts: the page's preset, and its arms in order.
+COMPARISONS = {"norm-position": ("norm-position", "compare_norm_position", ("post", "pre")),
+               "warmup": ("norm-position", "compare_warmup", ("warmup", "no warmup")),
+               "residual": ("residuals", "compare_residual", ("residual", "no residual"))}
+BY_SWITCH = {"norm_position": "norm-position", "warmup": "warmup", "residual": "residual"}  # a run's switch: its kind
+
+
+def _arms(kind: str) -> tuple[str, ...]:
+    return tuple(ARM_LABELS[kind]) if kind in TRAIN_KINDS else COMPARISONS[kind][2]
+
+
+def _arm_shown(kind: str, label: str) -> str:
+    return arm_label(label) if kind in TRAIN_KINDS else label_text(label)
+
+
 def experiment_ask(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> Question:
-    """A console's `experiment` frame: the class predicts a lesson training comparison's outcome (a multiple-choice
-    question over its arms, in the console's language) while it trains (or is read from the lesson's store); the
-    reveal is its result."""
+    """A console's `experiment` frame: the class predicts a training comparison's outcome (a multiple-choice question
+    over its arms, in the console's language) while it trains, or is read from where it is kept (the lesson's
+    comparisons, and the experiments pages' with their shipped results); the reveal is its result."""
     kind = frame.get("kind")
-    if kind not in TRAIN_KINDS:
-        raise ClassroomError("bad_params", f"kind must be one of: {', '.join(TRAIN_KINDS)}")
+    if kind not in PREDICTIONS:
+        raise ClassroomError("bad_params", f"kind must be one of: {', '.join(PREDICTIONS)}")
     with translation.override(_language(frame)):
         spec = questions.QuestionSpec(kind=Question.CHOICE, prompt=str(PREDICTIONS[kind]),
-                                      options=[arm_label(label) for label in ARM_LABELS[kind]])
-    run = training_request(user=user, kind=kind)
+                                      options=[_arm_shown(kind, label) for label in _arms(kind)])
+    lesson_run = experiment_run = None
+    if kind in TRAIN_KINDS:
+        lesson_run = training_request(user=user, kind=kind)
+    else:
+        page, preset, _ = COMPARISONS[kind]
+        run_kind, params = EXPERIMENT_PAGES[page][preset]
+        try:
+            experiment_run = experiment_run_request(user=user, kind=run_kind, params=params).run
+        except QuotaExceeded as refusal:
+            raise ClassroomError("quota", str(refusal)) from refusal
     question = questions.question_open(session=session, spec=spec, request_id=None, seq=None)
-    question.training_run = run
-    question.save(update_fields=["training_run"])
+    question.training_run, question.experiment_run = lesson_run, experiment_run
+    question.save(update_fields=["training_run", "experiment_run"])
     return question
 
 
+def _predicted(question: Question) -> tuple[str, Any] | None:
+    """The comparison a question predicts: its class kind and its run (None for any other question)."""
+    if question.training_run_id is not None:
+        run = question.training_run
+        return run.kind, run
+    if question.experiment_run_id is not None:
+        run = question.experiment_run
+        return BY_SWITCH[run.params.get("switch")], run
+    return None
+
+
 def experiment_public(question: Question) -> dict[str, Any] | None:
-    """What a `question` frame says of the comparison it predicts: its kind, its run and where its panel is read."""
-    if question.training_run_id is None:  # (no query: most questions predict no comparison)
+    """What a `question` frame says of the comparison it predicts: its kind, its run and where its figures are."""
+    if question.training_run_id is None and question.experiment_run_id is None:  # (no query for most questions)
         return None
-    run = question.training_run
-    return {"kind": run.kind, "run": run.pk, "url": reverse("lesson:run", args=[run.pk])}
+    kind, run = _predicted(question)
+    if isinstance(run, TrainingRun):
+        return {"kind": kind, "run": run.pk, "source": "lesson", "url": reverse("lesson:run", args=[run.pk])}
+    return {"kind": kind, "run": run.pk, "source": "experiments",
+            "url": reverse("experiments:run_result", args=[run.pk])}
 
 
-def experiment_answer(question: Question) -> str | None:
-    """For a question that predicts a comparison: the option of the arm that ended with the lowest training loss;
-    ClassroomError `not_finished` while it trains; None for any other question."""
-    if question.training_run_id is None:
+def _final(arm: dict[str, Any]) -> float:
+    """An arm's last training loss; a run that diverged (or has none) ends above every other."""
+    loss = arm.get("final_loss") if "run" not in arm else (arm["run"].get("final_loss")
+                                                           if arm["run"].get("status") == "completed" else None)
+    return float("inf") if loss is None else float(loss)
+
+
+def experiment_answer(question: Question) -> tuple[str, bool] | None:
+    """For a question that predicts a comparison: the option of the arm that ended with the lowest training loss,
+    and whether the result was kept from before the question (not measured for it); ClassroomError `not_finished`
+    while it trains; None for any other question."""
+    if question.training_run_id is None and question.experiment_run_id is None:
         return None
-    run = TrainingRun.objects.get(pk=question.training_run_id)
+    kind, run = _predicted(question)
+    run.refresh_from_db()
     if run.status != TrainingRun.Status.SUCCEEDED:
         raise ClassroomError("not_finished", f"the experiment has not finished (it is {run.status}); reveal it when "
                                              "its result is in")
-    best = min(run.result["arms"], key=lambda arm: arm["final_loss"])
-    return question.options[list(ARM_LABELS[run.kind]).index(best["label"])]
+    best = min(run.result["arms"], key=_final)
+    kept = bool(getattr(run, "shipped", False)) or run.updated_at < question.created_at
+    return question.options[list(_arms(kind)).index(best["label"])], kept
 
 
 def plan_choose(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> None:
@@ -207,7 +260,7 @@ def html_key(code: str, frame: dict[str, Any], language: str) -> tuple[Any, ...]
     if kind == "demo":
         return ("demo", code, frame["n"], language)
     if kind == "reveal" and frame.get("experiment"):
-        return ("run", frame["experiment"]["run"], language)
+        return ("run", frame["experiment"]["source"], frame["experiment"]["run"], language)
     return None
 
 
@@ -225,8 +278,10 @@ def html_render(key: tuple[Any, ...], user: Any, demo: dict[str, Any] | None = N
             text = part_text(key[1], key[2], user)
         elif kind == "demo":
             text = demo_text(demo["kind"], demo["result"], demo["cached"]) if demo else ""
+        elif key[1] == "lesson":
+            text = run_panel_text(TrainingRun.objects.get(pk=key[2]))
         else:
-            text = run_panel_text(TrainingRun.objects.get(pk=key[1]))
+            text = experiment_result_text(ExperimentRun.objects.get(pk=key[2]))
     _html[key] = (time.monotonic() + HTML_KEPT_S, text)
     _html.move_to_end(key)
     while len(_html) > 256:
@@ -241,3 +296,13 @@ def with_html(session: LiveSession, frame: dict[str, Any] | None, user: Any, lan
     key = html_key(session.code, frame, language)
     text = html_kept(key) or html_render(key, user, session.run_state.demo)
     return {**frame, "html": text}
+
+
+def experiment_result_text(run: ExperimentRun) -> str:
+    """An experiments page comparison's figures, as its run page draws them, in the active language."""
+    from django.template.loader import render_to_string
+
+    done = run.status == ExperimentRun.Status.SUCCEEDED
+    context = {"run": run, "figures": experiment_figures.run_figures(run.kind, run.result) if done else {},
+               "zeros": experiment_figures.zero_layers(run.result) if done else []}
+    return render_to_string("experiments/partials/result.html", context)

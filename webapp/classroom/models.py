@@ -163,6 +163,8 @@ class Question(models.Model):
     exercise = models.CharField(max_length=40, blank=True, help_text="The lesson exercise it asks, if any.")
     training_run = models.ForeignKey("lesson.TrainingRun", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+", help_text="The lesson training comparison it predicts, if any.")
+    experiment_run = models.ForeignKey("experiments.ExperimentRun", null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+", help_text="The experiments page's comparison it predicts.")
     created_at = models.DateTimeField(auto_now_add=True)
     revealed_at = models.DateTimeField(null=True, blank=True)
 

@@ -19,9 +19,9 @@ from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
 from webapp.classroom.models import Answer, LessonPlan, LiveSession
 from webapp.classroom.questions import parse_question
-from webapp.lesson.content import exercise_page
+from webapp.lesson.content import PREDICTIONS, exercise_page
 from webapp.lesson.parts import lesson_part
-from webapp.lesson.services import DEMO_KINDS, TRAIN_KINDS
+from webapp.lesson.services import DEMO_KINDS
 from webapp.playground.protocol import ProtocolError
 
 FORMAT, VERSION = "encdec-lesson-plan", 1
@@ -60,8 +60,8 @@ def _step(step: Any) -> dict[str, Any]:
         if not isinstance(fields.get("exercise"), str) or exercise_page(fields["exercise"]) is None:
             raise ClassroomError("bad_params", "no lesson exercise has this id")
     elif do == "experiment":
-        if fields.get("kind") not in TRAIN_KINDS:
-            raise ClassroomError("bad_params", f"an experiment's kind is one of: {', '.join(TRAIN_KINDS)}")
+        if fields.get("kind") not in PREDICTIONS:
+            raise ClassroomError("bad_params", f"an experiment's kind is one of: {', '.join(PREDICTIONS)}")
     elif do == "question":
         parse_question(fields)
     elif do == "decode":

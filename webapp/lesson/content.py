@@ -260,10 +260,16 @@ def exercise_page(exercise_id: str) -> str | None:
     return next((page for page, items in EXERCISES.items() if any(e["id"] == exercise_id for e in items)), None)
 
 
-# What a class predicts before a training comparison's result (webapp/lesson/figures.py ARM_LABELS: its arms).
+# What a class predicts before a training comparison's result (webapp/lesson/figures.py ARM_LABELS: its arms);
+# the experiments pages' comparisons a class can predict too (webapp/experiments/pages.py presets, their arms).
 PREDICTIONS = {
     "mask": _("Trained with and without the causal mask: which ends with the lower training loss?"),
     "ffn": _("d_ff = 1×, 2× and 4× d_model: which ends with the lowest training loss?"),
+    "norm-position": _("Post-LN and Pre-LN, 6+6 layers, no warmup, the same batches: which ends with the lower "
+                       "training loss?"),
+    "warmup": _("Post-LN, 6+6 layers, with and without warmup: which ends with the lower training loss?"),
+    "residual": _("Pre-LN, 6+6 layers, with and without residual connections: which ends with the lower training "
+                  "loss?"),
 }
 
 

@@ -179,6 +179,7 @@ async def test_the_class_predicts_a_training_comparison_and_its_measured_result_
     reveal = await until(ws_ann, "reveal")
     assert reveal["answer"] == lowest and reveal["you"]["correct"] is (lowest == "no mask")
     assert reveal["experiment"]["url"] == asked["experiment"]["url"] and 'data-testid="plot-' in reveal["html"]
+    assert reveal["experiment"]["kept"] is False  # measured for this question, after it was asked
     panel = await db(lambda: client_as(ann).get(reveal["experiment"]["url"]))()
     assert panel.status_code == 200 and 'data-testid="plot-' in panel.content.decode()
     for ws in (console, ws_ann):
@@ -202,3 +203,29 @@ def test_a_part_reads_the_same_for_every_student_of_a_language_without_a_form_or
     assert "在真实模型上试一试" in chinese
     assert client_as(ann).get("/lesson/parts/encoder/nowhere/").status_code == 404
     assert client_as(None).get("/lesson/parts/encoder/layers/").status_code == 302  # signed-in readers only
+
+
+
+async def test_an_experiments_page_comparison_is_predicted_and_its_kept_result_revealed_as_kept(
+        session, instructor, make_student):
+    from webapp.experiments.models import ExperimentRun
+
+    console, _ = await seat(session, instructor)
+    ann = await db(make_student)("ann")
+    ws_ann, _ = await seat(session, ann)
+    await console.send_json_to({"type": "experiment", "kind": "warmup", "lang": "zh-hans"})
+    asked = await until(ws_ann, "question")
+    assert asked["options"] == ["有预热", "无预热"] and asked["experiment"]["source"] == "experiments"
+    run = await db(ExperimentRun.objects.get)(pk=asked["experiment"]["run"])
+    assert run.shipped and run.status == "succeeded"  # the result that ships with the app: no worker needed
+    arms = run.result["arms"]
+    final = {a["label"]: a["run"]["final_loss"] if a["run"]["status"] == "completed" else float("inf") for a in arms}
+    lowest = asked["options"][["warmup", "no warmup"].index(min(final, key=final.get))]
+    await ws_ann.send_json_to({"type": "answer", "question": asked["id"], "choice": asked["options"][1]})
+    await until(ws_ann, "answered")
+    await console.send_json_to({"type": "reveal"})
+    reveal = await until(ws_ann, "reveal")
+    assert reveal["answer"] == lowest and reveal["experiment"]["kept"] is True  # said to be kept, not measured now
+    assert 'data-testid="plot-loss"' in reveal["html"]
+    for ws in (console, ws_ann):
+        await ws.disconnect()

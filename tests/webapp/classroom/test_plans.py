@@ -20,16 +20,15 @@ GOOD = [{"do": "lesson", "page": "encoder", "part": "attention"},
 
 
 def test_the_shipped_plan_walks_every_part_exercise_and_experiment_of_the_lesson():
-    from webapp.lesson.content import EXERCISES
+    from webapp.lesson.content import EXERCISES, PREDICTIONS
     from webapp.lesson.parts import lesson_parts
-    from webapp.lesson.services import TRAIN_KINDS
 
     title, steps = shipped_plan()
     shown = {(s["page"], s["part"]) for s in steps if s["do"] == "lesson"}
     assert shown == {(page, part.id) for page, parts in lesson_parts().items() for part in parts}
     assert {s["exercise"] for s in steps if s["do"] == "exercise"} == {e["id"] for items in EXERCISES.values()
                                                                          for e in items}
-    assert {s["kind"] for s in steps if s["do"] == "experiment"} == set(TRAIN_KINDS)
+    assert {s["kind"] for s in steps if s["do"] == "experiment"} == set(PREDICTIONS)
     demos = {s["kind"] for s in steps if s["do"] == "demo"}
     assert demos == {p.demo for parts in lesson_parts().values() for p in parts if p.demo}
 

@@ -447,7 +447,31 @@ function experimentWaiting() {
 }
 
 function showExperiment(reveal) { // a result kept from before the question is said to be one
-  showFragment(reveal, reveal.experiment.url, say(reveal.experiment.kept ? "experiment_kept" : "experiment_result"));
+  const line = `${say(reveal.experiment.kept ? "experiment_kept" : "experiment_result")} ${say("replayed")}`;
+  showFragment(reveal, reveal.experiment.url, line, replayLoss);
+}
+
+// The comparison's loss curves drawn step by step at the reveal, in about three seconds whatever the run took: the
+// class watches the training unfold without having seen it before they answered.
+const REPLAY_FRAMES = 40;
+const REPLAY_MS = 75;
+
+async function replayLoss(root) {
+  const set = root.querySelector(".figure-set");
+  const div = set?.querySelector(".plot[data-figure=loss]");
+  const data = set?.querySelector(":scope > script[type='application/json']");
+  if (!div || !data) return;
+  const figure = JSON.parse(data.textContent).loss;
+  if (!figure) return;
+  div.dataset.drawn = "1"; // the other figures are drawn at once; this one here
+  const longest = Math.max(...figure.data.map((trace) => trace.x.length));
+  const layout = { ...figure.layout, xaxis: { ...(figure.layout.xaxis || {}), range: [1, longest], autorange: false } };
+  for (let frame = 1; frame <= REPLAY_FRAMES; frame += 1) {
+    const k = Math.ceil((longest * frame) / REPLAY_FRAMES);
+    await plot(div, figure.data.map((trace) => ({ ...trace, x: trace.x.slice(0, k), y: trace.y.slice(0, k) })), layout);
+    div.dataset.replayed = String(k);
+    if (frame < REPLAY_FRAMES) await new Promise((resolve) => { setTimeout(resolve, REPLAY_MS); });
+  }
 }
 
 // What a frame shows: its own `html` (the server rendered it once, in this screen's language), else read from `url`.
@@ -458,7 +482,7 @@ async function textOf(frame, url) {
   return response.text();
 }
 
-function showFragment(frame, url, line) {
+function showFragment(frame, url, line, before = async () => {}) {
   const shown = ++demoShown;
   const panel = $("cr-lesson-demo");
   $("cr-lesson").hidden = false;
@@ -469,7 +493,9 @@ function showFragment(frame, url, line) {
     if (shown !== demoShown) return;
     const result = $("cr-demo-result");
     result.innerHTML = html; // the server's own fragment: every value in it escaped by the template
+    const replay = before(result);
     drawFigureSets(result);
+    return replay;
   }).catch(() => {
     if (shown === demoShown) $("cr-demo-status").textContent = say("lesson_failed");
   }).finally(() => {

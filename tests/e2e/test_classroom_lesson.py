@@ -130,3 +130,8 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     run = TrainingRun.objects.get(kind="mask")
     lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
     assert lowest in ann.get_by_test_id("question-result").inner_text()
+    steps = len(run.result["arms"][0]["loss"])  # the curves replayed to their last step, every arm
+    for page in (ann, bob):
+        assert page.evaluate("[...document.querySelector('[data-testid=class-demo-result] .plot[data-figure=loss]')"
+                             ".data].map((trace) => trace.x.length)") == [steps] * len(run.result["arms"])
+        assert page.get_by_test_id("class-lesson").locator("[data-replayed]").get_attribute("data-replayed") == str(steps)

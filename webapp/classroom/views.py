@@ -328,6 +328,7 @@ def _strings() -> dict[str, Any]:
         "plan_step_mode": _("decode {what} step by step"),
         "experiment_waiting": _("The experiment is training on a worker. Predict its outcome: its curves come with the reveal."),
         "experiment_result": _("The experiment's result: each arm's training loss, measured just now on a worker."),
+        "replayed": _("Its loss curves are replayed step by step."),
         "experiment_kept": _("The experiment's result: each arm's training loss, measured on a worker before this "
                              "question and kept (the same settings give the same curves)."),
         "send": _("Answer"),

@@ -41,11 +41,15 @@ def pytest_configure(config) -> None:
 
 
 def pytest_unconfigure(config) -> None:
-    """Remove this run's folder (webapp/settings/test.py) once its Redis and database are gone: only the process
-    that made it does, not the xdist controller for a worker's or a worker for another's."""
+    """Stop the helper that started this process's workers and servers (tests/fixtures/prestart.py), then remove
+    this run's folder (webapp/settings/test.py) once its Redis and database are gone: only the process that made it
+    does, not the xdist controller for a worker's or a worker for another's."""
     import os
     import shutil
 
+    from tests.fixtures import prestart
+
+    prestart.close()
     run = os.environ.get("ENCDEC_TEST_RUN_DIR")
     if run and os.environ.get("ENCDEC_TEST_RUN_DIR_OWNER") == str(os.getpid()):
         shutil.rmtree(run, ignore_errors=True)

@@ -1,6 +1,7 @@
 // The playground page: the form, the /ws/decode/ socket, the output, and the views (playground_views.js).
 import { showJudgement } from "./playground_judgement.js";
 import { Views, applyAttentionFrame, beamPath } from "./playground_views.js";
+import { track } from "./settled.js";
 import { liveSocket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
@@ -45,6 +46,7 @@ function connect() {
     onClose(event, again) {
       state.open = false;
       state.request = null;
+      viewLanded();
       refreshButtons();
       status(again ? say("reconnecting") : say("closed"), true, String(event.code));
     },
@@ -226,11 +228,13 @@ function onFrame(frame) {
     $("pg-facts").replaceChildren();
     showJudgement($("pg-judgement"), null, say);
     if (state.stepFirst) send({ type: "step", request_id: frame.request_id });
+    viewLanded();
     askView(state.request); // the server clamps a layer or head this model lacks: ask for what the selectors show
     progress();
   } else if (frame.type === "error") {
     if (frame.code === "not_running" && state.request?.viewAsked) { // the ended request's attention is gone
       state.request.viewAsked = null;
+      viewLanded();
       return;
     }
     const mine = frame.tag === state.tag || (state.request && frame.request_id === state.request.id)
@@ -238,6 +242,7 @@ function onFrame(frame) {
     if (!mine) return;
     if (state.request) state.request.done = frame;
     else state.tag = null; // refused before it started
+    viewLanded();
     status(say("error", { message: errorReason(frame).replace(/[.。]$/, "") }), true, frame.code);
   } else {
     const request = state.request;
@@ -250,6 +255,7 @@ function onFrame(frame) {
       if (request.resyncing || drawnDisagrees(request, frame)) resync(request);
       onDone(request, frame);
       request.viewAsked = null; // a view asked of the running request may go unanswered: ask the kept copy
+      viewLanded();
       askView(request);
     }
   }
@@ -276,11 +282,22 @@ function askView(request) {
   if (request.viewAsked === key) return;
   request.viewAsked = key;
   send({ type: "view", request_id: request.id, ...view });
+  if (!viewWaiting) track(new Promise((landed) => { viewWaiting = landed; }));
+}
+
+// A view asked of the server is work in flight (settled.js) until its weights arrive or the ask is dropped: the
+// views meanwhile may show nothing for the new layer or head.
+let viewWaiting = null;
+
+function viewLanded() {
+  if (viewWaiting) viewWaiting();
+  viewWaiting = null;
 }
 
 function onAttention(request, frame) {
   applyAttentionFrame(request, frame);
   request.viewAsked = null;
+  viewLanded();
   askView(request); // the student may have moved on meanwhile
   views.schedule(request);
 }

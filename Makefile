@@ -7,9 +7,10 @@ PIP := $(VENV)/bin/pip
 STAMPS := var/stamps
 MANAGE := $(PY) manage.py
 # pytest-xdist workers for `make test` and `make test-fast` (0: one process). Each worker has its own Redis and
-# database (docs/development.md); files with slow tests go first and each worker's torch takes one thread. Two on
-# two cores: 15 min 49 s against 25 min 17 s in one process (docs/development.md, "Where the suite's time goes").
-TEST_WORKERS ?= 2
+# database (docs/development.md); files with slow tests go first and each worker's torch takes one thread. Three on
+# two cores: 8 min 03 s against 9 min 38 s with two (the suite waits on processes, sockets and pages about a fifth
+# of the time; docs/development.md, "Where the suite's time goes").
+TEST_WORKERS ?= 3
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 .PHONY: setup run test test-fast lint bench models clean help

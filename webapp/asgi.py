@@ -9,16 +9,15 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings.dev")
 django_asgi_app = get_asgi_application()  # before importing consumers: it sets up Django
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from webapp.live.socket_edge import SameOriginValidator  # noqa: E402
+from webapp.live.socket_edge import SameOriginValidator, socket_auth_stack  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(socket_auth_stack(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -73,6 +73,7 @@ class BoundedServer(Server):
         # autobahn drops the TCP connection on a protocol violation unless told to close properly;
         # with this a client sees 1009 (message too big) rather than a dead socket.
         protocol.failByDrop = False
+        eager_writes(protocol.transport)
         queue = BoundedQueue(protocol)
         scope.setdefault("asgi", {"version": "3.0"})
         instance = self.application(scope=scope, receive=queue.get, send=partial(self.handle_reply, protocol))
@@ -110,6 +111,40 @@ def unsent_bytes(transport: Any) -> int:
         return 0
     buffered = len(getattr(transport, "dataBuffer", b"")) - getattr(transport, "offset", 0)
     return buffered + getattr(transport, "_tempDataLen", 0)
+
+
+def eager_writes(transport: Any) -> None:
+    """Send a WebSocket's writes at once when nothing is queued before them, as asyncio's own transports do.
+
+    Twisted's TCP transport (here on the asyncio reactor) only queues a write and registers the socket as a writer;
+    the bytes leave on the loop's next turn, and the socket is unregistered again: two epoll_ctl calls and the
+    selector's bookkeeping per frame per socket, the largest part of a classroom step's cost at 1,000 sockets
+    (docs/benchmarks.md, "Where a step's fan-out goes"). Here a write with nothing queued before it goes straight to
+    the kernel; what the kernel does not take (a client that does not read) is queued as before, so the bytes keep
+    their order and the not-reading bound (unsent_bytes) sees the same queue. The connection's streaming producer
+    (Twisted's HTTP channel, kept after the upgrade) is paused by a full queue as before, and while it is paused every
+    write is queued.
+    """
+    sock = getattr(transport, "socket", None)
+    if sock is None or not hasattr(transport, "_tempDataLen"):
+        return  # not a plain TCP transport (a test's, or TLS in this process): its own write path
+    queued_write = transport.write
+
+    def write(data: bytes) -> None:
+        if (data and transport.connected and not transport.disconnecting and not transport._writeDisconnected
+                and not transport.producerPaused and unsent_bytes(transport) == 0):
+            try:
+                sent = sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:  # the connection is gone: Twisted's own write meets the error and closes as it would
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
+        queued_write(data)
+
+    transport.write = write
 
 
 def _send_bound() -> int:

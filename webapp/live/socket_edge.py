@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from channels.auth import AuthMiddleware
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.security.websocket import WebsocketDenier
+from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
@@ -85,3 +87,23 @@ class NoSuchSocket(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         await self.close()
+
+
+class SocketSessionMiddleware(SessionMiddleware):
+    """Channels' SessionMiddleware for sockets: the signed-in session in the scope, every send passed straight on.
+
+    Channels' own wraps each message a consumer sends to check whether the session changed and needs a cookie,
+    which only an HTTP response can carry: for a socket that check never saves anything, yet it ran on every frame
+    to every socket (5.5 % of the web process, its own code, while a step went to 1,000 students; see
+    docs/benchmarks.md). A socket that changes its session (none does) would have to save it itself.
+    """
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        wrapper = InstanceSessionWrapper(scope, send)
+        await wrapper.resolve_session()
+        return await self.inner(wrapper.scope, receive, send)
+
+
+def socket_auth_stack(inner: Any) -> Any:
+    """Channels' AuthMiddlewareStack for sockets (cookies, session, user), without the per-send session check."""
+    return CookieMiddleware(SocketSessionMiddleware(AuthMiddleware(inner)))

@@ -651,6 +651,15 @@ class Abuser:
 # -- the run ----------------------------------------------------------------------------------------------
 
 
+def profile(pid: int, phase: str, args: argparse.Namespace) -> subprocess.Popen[bytes]:
+    """py-spy on daphne for the phase's --seconds: raw stacks (threads apart, idle left out) in --profile."""
+    args.profile.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([str(BIN / "py-spy"), "record", "--pid", str(pid), "--rate", "100", "--duration",
+                             str(int(args.seconds)), "--format", "raw", "--threads", "--nonblocking",
+                             "-o", str(args.profile / f"daphne-{phase}.txt")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -739,6 +748,7 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
         began, cpu_before = time.monotonic(), cpu_seconds(pids)
         until = began + args.seconds
         tasks = [s.live(until, max_loops=int(args.seconds) + 1) for s in students]
+        spy = profile(web_pid, phase, args) if args.profile is not None else None
         tasks.append(console.live(until, max_runs=int(args.seconds) + 1))
         if phase == "abuser":
             tasks.append(abuser.live(until))
@@ -750,6 +760,8 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
 
             guard = asyncio.ensure_future(limit())
         await bounded(tasks, args.seconds + DRAIN_S, tally, "actions")
+        if spy is not None:
+            spy.wait(timeout=30)
         if phase == "abuser":
             guard.cancel()
         phases[phase] = round(time.monotonic() - began, 1)
@@ -899,6 +911,7 @@ def main() -> int:
     parser.add_argument("--abuse-class-sockets", type=int, default=8, help="classroom sockets the abuser resyncs on")
     parser.add_argument("--rss-limit-mb", type=int, default=3000, help="the abuser stops when daphne passes this")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "class_load.json")
+    parser.add_argument("--profile", type=Path, help="py-spy daphne in each phase (raw stacks into this folder)")
     parser.add_argument("--logs", type=Path, help="copy the web and worker logs into this folder")
     parser.add_argument("--prepare", nargs=2, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)

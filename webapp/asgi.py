@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP goes to Django, WebSockets to Channels consumers (signed-in, origin-checked)."""
+"""ASGI entry point: HTTP goes to Django (after webapp.live.hold), WebSockets to Channels consumers (signed-in, origin-checked)."""
 from __future__ import annotations
 
 import gc
@@ -11,13 +11,14 @@ django_asgi_app = get_asgi_application()  # before importing consumers: it sets 
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from webapp.live.hold import HoldRefused  # noqa: E402
 from webapp.live.socket_edge import SameOriginValidator, socket_auth_stack  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
-        "websocket": SameOriginValidator(socket_auth_stack(URLRouter(websocket_urlpatterns))),
+        "http": HoldRefused(django_asgi_app),  # a session just refused for its rate waits it out first
+        "websocket": SameOriginValidator(HoldRefused(socket_auth_stack(URLRouter(websocket_urlpatterns)))),
     }
 )
 

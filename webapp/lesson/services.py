@@ -27,7 +27,7 @@ from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.ops.limits import admit_script
 from webapp.ops.redis_client import app_redis
 from webapp.ops.runs import QueuePlace, RunTable
-from webapp.ops.worker_presence import worker_presence_client, workers_by_queue
+from webapp.ops.worker_presence import queue_workers_up
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
 
@@ -171,7 +171,7 @@ def demo_cache_evict() -> int:
 def workers_present(queue: str) -> bool | None:
     """Whether a worker of this queue published its presence lately; None when Redis does not answer."""
     try:
-        return bool(workers_by_queue(worker_presence_client()).get(queue))
+        return queue_workers_up(queue)
     except RedisError:
         return None
 

@@ -30,6 +30,7 @@ from webapp.lesson.services import (
     progress_visit,
     training_request,
 )
+from webapp.live.hold import note_refused
 
 
 def _page(request: HttpRequest, page: str, **extra: Any) -> HttpResponse:
@@ -90,6 +91,8 @@ def demo(request: HttpRequest, kind: str) -> HttpResponse:
         response = render(request, "lesson/partials/demo_error.html", context, status=status)
         if refused.retry_after is not None:
             response["Retry-After"] = str(refused.retry_after)
+            if refused.code == "rate_limited":  # its next demonstration waits this out before Django sees it
+                note_refused(request.session.session_key, request.path.removesuffix(f"{kind}/"), refused.retry_after)
         return response
     return render(request, f"lesson/partials/demo_{kind}.html", demo_context(kind, answer.result, answer.cached))
 

@@ -17,6 +17,7 @@ from channels.utils import await_many_dispatch
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role, user_now
+from webapp.live.hold import HOLD_S, note_refused
 from webapp.live.socket_guard import (
     POLICY_CLOSE,
     REVOKED_CLOSE,
@@ -30,6 +31,7 @@ from webapp.live.socket_guard import (
 log = logging.getLogger(__name__)
 
 MAX_FRAME_CHARS = 64_000
+SOCKETS_PREFIX = "/ws/"  # the per-user socket cap counts every socket of the site
 REDIS_WAIT_S = 3.0  # a socket opened while Redis restarts waits this long (daphne drops a handshake after 5 s)
 TRY_AGAIN_CLOSE = 4013  # "try again later" (1013 in RFC 6455, which a server may not send): the script reconnects
 
@@ -107,6 +109,8 @@ class JsonSocket(AsyncWebsocketConsumer):
         self.budget = FrameBudget()
         await self.accept()
         if not self._count_in(user.pk):
+            session = self.scope.get("session")  # the session's next sockets wait at the door (webapp.live.hold)
+            note_refused(session.session_key if session is not None else None, SOCKETS_PREFIX, HOLD_S)
             await self.send_error("too_many_sockets", f"you have {settings.SOCKETS_PER_USER} connections open already; "
                                   "close a tab and this one connects again")
             await self.close(code=TOO_MANY_CLOSE)

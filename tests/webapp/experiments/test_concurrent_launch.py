@@ -6,7 +6,6 @@ DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/pytest tests/weba
 """
 from __future__ import annotations
 
-import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -14,22 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.test import Client
 
+from tests.fixtures.stack import browser_headers
 from webapp.experiments.models import ExperimentRun
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 
 def _browser(user: User, base: str) -> dict[str, str]:
-    """A signed-in session and its CSRF token, as a browser would hold them after opening /experiments/."""
-    client = Client()
-    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
-    session = client.cookies["sessionid"].value
-    request = urllib.request.Request(base + "/experiments/", headers={"Cookie": f"sessionid={session}"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        token = re.search(r"csrftoken=([^;]+)", response.headers["Set-Cookie"]).group(1)
-    return {"Cookie": f"sessionid={session}; csrftoken={token}", "X-CSRFToken": token}
+    return browser_headers(user, base, "/experiments/")
 
 
 def _launch(base: str, headers: dict[str, str], form: dict) -> int:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -118,3 +122,51 @@ def test_a_cached_answer_counts_as_used_and_a_missing_model_folder_is_model_unav
     assert answer.status_code == 200 and 'data-code="model_unavailable"' in answer.content.decode()
     assert "/nowhere" not in answer.content.decode()  # the worker's paths stay on the worker
     assert post(client, SENTENCES[1], htmx=False).status_code == 422
+
+
+def _post_over_http(base: str, headers: dict[str, str], sentence: str, htmx: bool = True) -> tuple[int, str, dict]:
+    body = urllib.parse.urlencode({"model": "zh-en-post", "sentence": sentence}).encode()
+    extra = {"HX-Request": "true"} if htmx else {}
+    request = urllib.request.Request(base + "/lesson/demo/encoder/", data=body, headers={**headers, **extra},
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(), dict(error.headers)
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_a_script_flooding_refused_demonstrations_is_held_at_the_door_while_the_class_is_served(
+        student, django_user_model, zh_en, start_worker, tmp_path):
+    """Through daphne: once refused for its rate, a student's next demonstrations wait out the refusal
+    before Django sees them (a cached one is still served after the wait); past HELD_PER_SESSION at once the
+    rest are answered 429 at the door with the seconds to wait; another student is not held back."""
+    from tests.fixtures.services import start_web, stop_web
+    from tests.fixtures.stack import browser_headers
+    from webapp.live.hold import HELD_PER_SESSION
+
+    start_worker("demonstrations")
+    web = start_web(tmp_path / "daphne.log", LESSON_DEMOS_PER_MINUTE="1")
+    try:
+        script = browser_headers(student, web.url, "/lesson/encoder/")
+        other = browser_headers(django_user_model.objects.create_user("other-student"), web.url, "/lesson/encoder/")
+        assert "Computed just now" in _post_over_http(web.url, script, SENTENCES[0])[1]
+        assert 'data-code="rate_limited"' in _post_over_http(web.url, script, SENTENCES[1])[1]
+        flood = [f"{SENTENCES[1]}{i}" for i in range(HELD_PER_SESSION + 4)]
+        with ThreadPoolExecutor(len(flood) + 1) as pool:
+            held = [pool.submit(_post_over_http, web.url, script, s) for s in flood]
+            others = pool.submit(_post_over_http, web.url, other, SENTENCES[2]).result()
+            answers = [future.result() for future in held]
+        assert "Computed just now" in others[1]  # another student: computed, not held behind the flood
+        page = [a for a in answers if a[0] == 200]
+        door = [a for a in answers if a[0] == 429]
+        assert len(page) + len(door) == len(flood) and 1 <= len(door) and len(page) <= HELD_PER_SESSION
+        assert all('data-code="rate_limited"' in body for _, body, _ in page)
+        for _, body, headers in door:
+            assert 1 <= int(headers["Retry-After"]) <= 60 and "try again in" in body
+        assert "Answered from the cache" in _post_over_http(web.url, script, SENTENCES[0])[1]  # held, then served
+        assert DemoResult.objects.count() == 2
+    finally:
+        stop_web(web)

@@ -158,6 +158,9 @@ def hsk_task(
     glosses: int = 0,
     cedict: int = 0,
     clean: int = 0,
+    tatoeba: int = 0,
+    real_repeat: int = 1,
+    tgt_vocab: int = 0,
 ) -> Task:
     """`hsk`: real Chinese sentences in (characters), their human translations out (English words).
 
@@ -165,8 +168,12 @@ def hsk_task(
     `generated` adds that many sentences of the zh-en grammar to the training split only; `glosses=1` adds
     each word of the training sentences with its gloss, and `cedict` that many frequent CC-CEDICT words with
     a sense (modelcore.tasks.dictionary), to the training split only; `clean=1` leaves the training sentences
-    whose translation is the package's stand-in ("placeholder") out. Valid and test stay the same real
-    sentences whatever these are (the stand-ins included: 4 of the 400 test sentences, which no output matches).
+    whose translation is the package's stand-in ("placeholder") out; `tatoeba=1` adds Tatoeba's Chinese-English
+    pairs (modelcore.tasks.tatoeba), less any whose Chinese is a held-out sentence, to the training split only;
+    `real_repeat` puts each real training sentence that many times in the split (so added pairs do not drown them);
+    `tgt_vocab` caps the English vocabulary at that many words, the most frequent (0: every word seen). Valid and
+    test stay the same real sentences whatever these are (the stand-ins included: 4 of the 400 test sentences,
+    which no output matches).
     """
     try:
         train_fraction = float(train_fraction)  # the CLI's --task-option passes "0.25" as text
@@ -174,14 +181,20 @@ def hsk_task(
         raise ValueError(f"train_fraction must be a number, got {train_fraction!r}") from None
     if not 0 < train_fraction <= 1:
         raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
-    for name, value in (("generated", generated), ("glosses", glosses), ("cedict", cedict), ("clean", clean)):
+    options = (("generated", generated), ("glosses", glosses), ("cedict", cedict), ("clean", clean),
+               ("tatoeba", tatoeba), ("tgt_vocab", tgt_vocab))
+    for name, value in options:
         if value < 0:
             raise ValueError(f"{name} must be 0 or more, got {value}")
+    if real_repeat < 1:
+        raise ValueError(f"real_repeat must be 1 or more, got {real_repeat}")
+    if 0 < tgt_vocab <= 4:
+        raise ValueError(f"tgt_vocab must be more than 4 (the special tokens), got {tgt_vocab}")
     train, valid, test = hsk_split(load_hsk_sentences(), n_valid=n_valid, n_test=n_test, seed=seed)
     train = train[: max(1, round(train_fraction * len(train)))]
     if clean:
         train = [s for s in train if not s.placeholder]
-    pairs = _pairs(train)
+    pairs = _pairs(train) * real_repeat
     if generated:
         from modelcore.tasks.zh_en import generate_sentences
 
@@ -192,9 +205,13 @@ def hsk_task(
 
         words = gloss_pairs([word for s in train for word in s.words]) if glosses else []
         pairs += words + cedict_pairs(cedict, exclude=[word for word, _ in words])
-    if generated or glosses or cedict:
+    if tatoeba:
+        from modelcore.tasks.tatoeba import tatoeba_pairs
+
+        pairs += tatoeba_pairs(exclude=[s.zh for s in valid + test])
+    if generated or glosses or cedict or tatoeba:
         random.Random(f"hsk:{seed}:mix").shuffle(pairs)
-    return Task("hsk", pairs, _pairs(valid), _pairs(test), "char", "word")
+    return Task("hsk", pairs, _pairs(valid), _pairs(test), "char", "word", tgt_vocab_size=tgt_vocab or None)
 
 
 def _pairs(sentences: list[HskSentence]) -> list[Pair]:

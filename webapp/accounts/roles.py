@@ -1,6 +1,8 @@
 """Roles: students and instructors are groups, admins are staff."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any
 
@@ -18,16 +20,40 @@ class Role(StrEnum):
 _RANK = {Role.ANONYMOUS: 0, Role.STUDENT: 1, Role.INSTRUCTOR: 2, Role.ADMIN: 3}
 
 
+# Roles read during the current HTTP request, by user id (RoleMemoMiddleware). A page asks three times or more
+# (the view's check, the navigation, the models it lists): one query answers them all. Sockets set none, so
+# every check of theirs reads the database (a role can change while a socket is open).
+_request_roles: ContextVar[dict[Any, Role] | None] = ContextVar("request_roles", default=None)
+
+
 def role_of(user: Any) -> Role:
     """The highest role a user holds (admins can do what instructors can, and so on)."""
     if user is None or not user.is_authenticated:
         return Role.ANONYMOUS
     if user.is_staff or user.is_superuser:
         return Role.ADMIN
+    memo = _request_roles.get()
+    if memo is not None and user.pk in memo:
+        return memo[user.pk]
     names = {group.name for group in user.groups.all()}
-    if INSTRUCTORS in names:
-        return Role.INSTRUCTOR
-    return Role.STUDENT
+    role = Role.INSTRUCTOR if INSTRUCTORS in names else Role.STUDENT
+    if memo is not None:
+        memo[user.pk] = role
+    return role
+
+
+class RoleMemoMiddleware:
+    """Each HTTP request reads a user's groups once, however often its view and templates ask for the role."""
+
+    def __init__(self, get_response: Callable[[Any], Any]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: Any) -> Any:
+        token = _request_roles.set({})
+        try:
+            return self.get_response(request)
+        finally:
+            _request_roles.reset(token)
 
 
 def has_role(user: Any, minimum: Role) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
@@ -28,8 +29,26 @@ from webapp.registry.services import models_visible_to
 
 
 def model_card() -> dict[str, Any]:
-    """The shipped model the pages describe: its configuration and training settings, from the registry."""
-    model = TrainedModel.objects.filter(name=DEFAULT_MODEL).first()
+    """The shipped model the pages describe: its configuration and training settings, from the registry.
+
+    Every lesson page shows it, and each registry row carries its whole training history (30-40 kB of JSON): the
+    card is built again only when the rows it reads change (their `updated_at`), else this process's copy in the
+    active language (its counts are written as each language writes numbers) serves.
+    """
+    rows = TrainedModel.objects.filter(Q(name=DEFAULT_MODEL) | Q(shipped=True))
+    version = tuple(rows.order_by("name").values_list("name", "updated_at", "shipped"))
+    language = content.lang()
+    kept = _cards.get(language)
+    if kept is None or kept[0] != version:
+        kept = _cards[language] = (version, _build_model_card())
+    return kept[1]
+
+
+_cards: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}  # language -> (the rows' versions, the card)
+
+
+def _build_model_card() -> dict[str, Any]:
+    model = TrainedModel.objects.filter(name=DEFAULT_MODEL).only("config", "metrics").first()
     config = model.config if model else {}
     metrics = (model.metrics if model else {}) or {}
     train = metrics.get("train", {}) or {}
@@ -44,7 +63,8 @@ def model_card() -> dict[str, Any]:
             "paper_matrix": content.count_text(content.PAPER_VOCAB * content.PAPER["d_model"]),
             "parameters": content.count_text(content.parameter_count(config)) if config else None,
             "parameter_rows": content.parameter_rows(
-                [(m.name, m.config) for m in TrainedModel.objects.filter(shipped=True).order_by("name")])}
+                [(m.name, m.config) for m in TrainedModel.objects.filter(shipped=True).only("name", "config")
+                 .order_by("name")])}
 
 
 def pages() -> list[tuple[str, str, str]]:
@@ -56,7 +76,8 @@ def page_context(user: Any, page: str, **extra: Any) -> dict[str, Any]:
         "page": page, "pages": pages(),
         "title": str(content.PAGE_TITLES[page]), "errata": content.errata(page),
         "exercises": content.exercises(page, progress_revealed(user=user, page=page)),
-        "models": models_visible_to(user).filter(task="zh-en"), "default_model": DEFAULT_MODEL,
+        # The demonstration forms list the names only: not each model's training history.
+        "models": models_visible_to(user).filter(task="zh-en").only("name"), "default_model": DEFAULT_MODEL,
         "default_sentence": DEFAULT_SENTENCE, "demo_max_chars": DEMO_MAX_CHARS, "model_card": model_card(), "paper": content.PAPER, **extra,
     }
 

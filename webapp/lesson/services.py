@@ -60,7 +60,8 @@ def _key(*parts: Any) -> str:
 
 def demo_model(*, user: Any, name: str | None) -> TrainedModel:
     """The registry model a demonstration runs on; DemoRefused when this user cannot see one of that name."""
-    model = models_visible_to(user).filter(name=name or DEFAULT_MODEL).first()
+    # Not its training history (30-40 kB of JSON): a demonstration reads the name, folder and hash.
+    model = models_visible_to(user).filter(name=name or DEFAULT_MODEL).defer("metrics").first()
     if model is None:
         raise DemoRefused("unknown_model", f"there is no model called {name or DEFAULT_MODEL!r}")
     return model
@@ -84,6 +85,11 @@ def demo_params(raw: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+# A stored result's last use, for evicting the least recently used, is kept to within this: thirty students
+# pressing the same Run write it once, not thirty times (eviction works in days, or by count beyond the cap).
+USED_AT_REFRESH_S = 60
+
+
 @dataclass
 class DemoAnswer:
     result: dict[str, Any]
@@ -101,9 +107,11 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
     model = demo_model(user=user, name=model_name)
     params = demo_params(raw)
     key = _key(kind, model.name, model.checkpoint_hash, params)
-    stored = DemoResult.objects.filter(key=key).first()
+    stored = DemoResult.objects.filter(key=key).only("result", "used_at").first()
     if stored is not None:
-        DemoResult.objects.filter(pk=stored.pk).update(used_at=timezone.now())
+        now = timezone.now()
+        if now - stored.used_at >= timedelta(seconds=USED_AT_REFRESH_S):  # not a write for every student of a class
+            DemoResult.objects.filter(pk=stored.pk).update(used_at=now)
         return DemoAnswer(stored.result, cached=True)
     _require_a_worker()
     job = {"kind": kind, "params": params, "model": model.job_fields()}
@@ -248,12 +256,16 @@ def _train(kind: str, params: dict[str, Any], on_progress: Any) -> dict[str, Any
     return run_training(kind, params, on_progress=on_progress)
 
 
+VISIT_REFRESH_S = 60  # a page opened again within this is not written again (a class reloads pages often)
+
+
 def progress_visit(*, user: Any, page: str) -> None:
-    """Note that this user opened this lesson page."""
+    """Note that this user opened this lesson page (its last visit to within VISIT_REFRESH_S)."""
     progress, created = PageProgress.objects.get_or_create(user=user, page=page)
-    if not created:
-        progress.visited = True  # a row a reveal made (POST /lesson/exercises/<id>/reveal/) becomes a visit now
-        progress.save(update_fields=["last_visit_at", "visited"])
+    if created or (progress.visited and timezone.now() - progress.last_visit_at < timedelta(seconds=VISIT_REFRESH_S)):
+        return
+    progress.visited = True  # a row a reveal made (POST /lesson/exercises/<id>/reveal/) becomes a visit now
+    progress.save(update_fields=["last_visit_at", "visited"])
 
 
 def progress_revealed(*, user: Any, page: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,27 @@ def test_the_questions_page_draws_the_two_masks_side_by_side(client_as, student,
     n = len(encoder)
     assert all(all(row) for row in encoder)  # bidirectional: every key
     assert decoder == [[int(k <= q) for k in range(n)] for q in range(n)]  # causal: keys up to the query
+
+
+def test_the_overview_follows_the_registry_when_the_model_is_retrained(client_as, student, zh_en):
+    from webapp.registry.models import TrainedModel
+
+    client = client_as(student)
+    before = re.search(r'data-testid="train-time">(.*?)</span>', get(client, "/lesson/", "en").content.decode()).group(1)
+    model = TrainedModel.objects.get(name=zh_en)
+    model.metrics = {**model.metrics, "train_seconds": 60 * 97, "step": 12345}
+    model.save()
+    after = re.search(r'data-testid="train-time">(.*?)</span>', get(client, "/lesson/", "en").content.decode()).group(1)
+    assert after != before and "97 minutes for its 12345 training steps" in after
+    assert "12345" in text_of(get(client, "/lesson/", "zh"))
+
+
+def test_a_page_opened_again_within_a_minute_is_not_written_again(client_as, student, zh_en):
+    client = client_as(student)
+    client.get("/lesson/encoder/")
+    first = PageProgress.objects.get(user=student, page="encoder").last_visit_at
+    client.get("/lesson/encoder/")
+    assert PageProgress.objects.get(user=student, page="encoder").last_visit_at == first
+    PageProgress.objects.filter(user=student, page="encoder").update(last_visit_at=first - timedelta(minutes=2))
+    client.get("/lesson/encoder/")
+    assert PageProgress.objects.get(user=student, page="encoder").last_visit_at > first

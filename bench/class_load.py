@@ -979,7 +979,9 @@ def main() -> int:
                      "run_tokens": args.run_tokens, "pace_ms": args.pace_ms, "abuse_demos": args.abuse_demos,
                      "abuse_sockets": args.abuse_sockets, "abuse_class_sockets": args.abuse_class_sockets,
                      "stack": "daphne x1, interactive worker threads x4, demonstrations worker threads x2 "
-                              "(as make run), app's default limits", "model": MODEL},
+                              "(as make run), app's default limits", "model": MODEL,
+                     # webapp.server's GIL switch interval (importing it here would load Twisted's txaio)
+                     "web_gil_switch_ms": float(os.environ.get("WEB_GIL_SWITCH_MS") or 20)},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},

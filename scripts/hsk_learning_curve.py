@@ -1,8 +1,10 @@
-"""What more real data does: zh-en-hsk's recipe on a quarter, a half and all of the real training sentences.
+"""What more real data does: zh-en-hsk's recipe on a quarter, a half and all of the HSK training sentences, then
+with Tatoeba's pairs added.
 
     scripts/train_shipped.sh curve      # trains the comparison models into var/curve, then runs this script
     .venv/bin/python scripts/hsk_learning_curve.py --point 0.25=var/curve/mixed-q --point 0.5=var/curve/mixed-h \
-        --point 1=zh-en-hsk --real-only var/curve/real-all
+        --point 1=var/curve/mixed-all --point 1=zh-en-hsk --real-only var/curve/real-all
+    .venv/bin/python scripts/hsk_learning_curve.py --add-point zh-en-hsk   # measure one model, keep the file's others
 
 Every model is scored by scripts/hsk_figures.py on the same 400 real held-out sentences, and its BLEU on 400 of
 the zh-en grammar's test sentences. Writes modelcore/shipped/zh-en-hsk/learning_curve.json, which the model's card
@@ -28,9 +30,10 @@ from webapp.registry.learning import CURVE_FILE  # noqa: E402  (the card reads t
 
 
 def real_pairs(options: dict) -> int:
-    """How many real HSK pairs a model with these task options was trained on (no generated or dictionary pairs)."""
-    real = {key: value for key, value in options.items() if key not in ("generated", "glosses", "cedict")}
-    return len(get_task("hsk", **real).train)
+    """How many distinct real pairs a model with these task options was trained on: HSK sentences and, with
+    tatoeba=1, Tatoeba's (no generated or dictionary pairs; a repeated sentence counts once)."""
+    real = {key: value for key, value in options.items() if key not in ("generated", "glosses", "cedict", "tgt_vocab")}
+    return len(set(get_task("hsk", **real).train))
 
 
 GRAMMAR_SENTENCES = 400
@@ -44,19 +47,32 @@ def measured(name: str, pairs: list[tuple[str, str]], grammar: list[tuple[str, s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--point", action="append", required=True, metavar="FRACTION=MODEL",
-                        help="a model trained on that share of the real training sentences (and the generated ones)")
-    parser.add_argument("--real-only", required=True, metavar="MODEL", help="all the real sentences, nothing generated")
+    parser.add_argument("--point", action="append", metavar="FRACTION=MODEL",
+                        help="a model trained on that share of the HSK training sentences (and the generated ones)")
+    parser.add_argument("--real-only", metavar="MODEL", help="all the HSK sentences, nothing generated")
+    parser.add_argument("--add-point", metavar="MODEL",
+                        help="measure this model and add it to the file's points (the others are kept as measured)")
     parser.add_argument("--out", type=Path, default=SHIPPED_DIR / "zh-en-hsk" / CURVE_FILE)
     args = parser.parse_args()
+    if not args.add_point and not (args.point and args.real_only):
+        parser.error("give --point and --real-only, or --add-point")
     torch.set_num_threads(1)
     pairs = get_task("hsk", seed=0).test
     grammar = get_task("zh-en", seed=0).test[:GRAMMAR_SENTENCES]
+    if args.add_point:
+        result = json.loads(args.out.read_text(encoding="utf-8"))
+        options = load_model(args.add_point).metrics["task_options"]
+        point = {"fraction": float(options.get("train_fraction", 1.0)), **measured(args.add_point, pairs, grammar)}
+        result["points"] = sorted([*result["points"], point], key=lambda p: p["real_pairs"])
+        args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        print(f"{point['real_pairs']} real + {point['generated']} generated: BLEU {point['bleu']:.2f}, "
+              f"chrF {point['chrf']:.1f}; BLEU on the grammar's sentences {point['grammar_bleu']:.2f}")
+        return 0
     points = []
     for spec in args.point:
         fraction, _, name = spec.partition("=")
         points.append({"fraction": float(fraction), **measured(name, pairs, grammar)})
-    points.sort(key=lambda point: point["fraction"])
+    points.sort(key=lambda point: (point["fraction"], point["real_pairs"]))
     result = {"test_sentences": len(pairs), "grammar_sentences": len(grammar), "points": points,
               "real_only": measured(args.real_only, pairs, grammar)}
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

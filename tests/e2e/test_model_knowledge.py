@@ -92,10 +92,10 @@ def test_the_real_sentence_model_s_card_draws_its_heads_against_the_glosses(asgi
     label = heatmap.get_attribute("aria-label")
     assert heatmap.get_attribute("role") == "img" and "layer 3: " in label and "Chance: " in label
     assert "Chance (a character picked at random)" in page.get_by_test_id("alignment-caption").inner_text()
-    # Its learning curve, drawn by the same page script: BLEU and chrF over three amounts of real data, and the
-    # real sentences alone beside them.
+    # Its learning curve, drawn by the same page script: BLEU and chrF over four amounts of real data (the last with
+    # Tatoeba's pairs), and the HSK sentences alone beside them.
     page.wait_for_function("document.getElementById('learning-curve')?.data?.length === 4")
     curve = page.get_by_test_id("learning-curve-plot")
-    assert curve.locator(".xtick text").all_text_contents() == ["938", "1877", "3754"]
+    assert curve.locator(".xtick text").all_text_contents() == ["938", "1877", "3754", "60095"]
     assert curve.get_attribute("role") == "img" and "Real sentences alone: BLEU " in curve.get_attribute("aria-label")
     assert page.get_by_test_id("learning-curve-table").locator("tbody tr").count() == 4

@@ -217,7 +217,7 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
          "a": _("No: the encoder is bidirectional; every position may look at every position (only <pad> would be hidden)."),
          "options": [_("Yes, as in the decoder"), _("No: every position sees every position")], "right": 1},
         {"id": "encoder-3", "q": _("About what share of the FFN's middle units are 0 after the ReLU?"),
-         "a": _("Far more than half. On 我的猫追了一只老鼠。 zh-en-post leaves 0.83 to 1.00 of a token's middle units at 0 (the average of each layer: 0.93, 0.95, 0.97); zh-en-pre and zh-en-hsk are much the same (0.87 to 0.94 by layer). Each token lights a small set of units; some light none, and the FFN then gives only its bias b₂."),
+         "a": _("Far more than half. On 我的猫追了一只老鼠。 zh-en-post leaves 0.83 to 1.00 of a token's middle units at 0 (the average of each layer: 0.93, 0.95, 0.97); zh-en-pre and zh-en-hsk are much the same (0.87 to 0.95 by layer). Each token lights a small set of units; some light none, and the FFN then gives only its bias b₂."),
          "options": [_("Under a tenth"), _("About half"), _("Far more than half")], "right": 2},
     ],
     "decoder": [

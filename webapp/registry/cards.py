@@ -31,6 +31,11 @@ HSK_ATTRIBUTION = _(
     "The HSK sentences come from the hsk-sentences-audio package, © its contributors, under the CC-BY-SA-4.0 "
     "licence; a model trained on them is shared under the same licence."
 )
+HSK_TATOEBA_ATTRIBUTION = _(
+    "The HSK sentences come from the hsk-sentences-audio package, © its contributors, under the CC-BY-SA-4.0 "
+    "licence; the Tatoeba pairs from tatoeba.org, © their contributors, under the CC-BY 2.0 FR licence, as the hsg "
+    "package ships them. A model trained on them is shared under CC-BY-SA-4.0."
+)
 
 # The alignment figure (registry.alignment draws it for a model with an alignment.json).
 ALIGNMENT_TITLE = _("Does each attention head look at the word being translated?")
@@ -50,15 +55,15 @@ OUTSIDE_THE_GRAMMAR = _(
     "Words outside its grammar (去, 北京, 游泳) give an output that has nothing to do with the source: the model "
     "never says that it does not know a word."
 )
-FLUENT_BUT_WRONG = _(
-    "Most real sentences come out as fluent English that says something else: a few thousand pairs are far too "
-    "few to learn Chinese."
+WRONG_TIME = _(
+    "It can get a time word wrong and still sound fluent: 晚上 (in the evening) comes out as \"last night\"."
 )
+LOST_SUBJECT = _("It can drop who the sentence is about: 近来他很忙 (he has been busy lately) loses its 他 (he).")
+NOT_ENGLISH = _("A phrasing it met rarely can come out as broken English: 成功了 (succeeded) as \"became success\".")
 REPEATS_A_WORD = _(
     "A word outside its grammar (游泳) can also send it into saying one word over and over until the length limit "
     "stops it."
 )
-RARE_WORDS = _("A word it met only a few times in training (北京) comes out as scraps of other sentences.")
 TOO_LONG = _("A sequence longer than the 12 symbols it was trained on comes out cut short.")
 UNKNOWN_SYMBOL = _("A symbol it never saw (x) gives an empty output.")
 
@@ -106,17 +111,20 @@ SHIPPED_CARDS: dict[str, Card] = {
     "zh-en-hsk": Card(
         _(
             "The real graded HSK sentences of its task's training split (3,754 pairs with human translations), "
-            "mixed with 10,000 sentences of the zh-en grammar. It is scored on 400 real sentences it never saw."
+            "56,364 everyday sentence pairs from Tatoeba and 10,000 sentences of the zh-en grammar. It is scored on "
+            "400 real HSK sentences it never saw (the Tatoeba pairs of any of them were left out)."
         ),
         (
             Probe("你有时间吗？", "do you have time ?"),
-            Probe("这个不对。", "this is not right ."),
             Probe("请关门。", "please close the door ."),
+            Probe("我们明天去北京。", "we are going to beijing tomorrow ."),
+            Probe("他哥哥在北京工作。", "his brother works in beijing ."),
+            Probe("我认为他说得对。", "i think he is right ."),
         ),
-        attribution=HSK_ATTRIBUTION, fails=(
-            Probe("我认为他说得对。", "i know him .", FLUENT_BUT_WRONG),
-            Probe("近来他很忙。", "he is full of hope .", FLUENT_BUT_WRONG),
-            Probe("我们明天去北京。", "we goes in the north .", RARE_WORDS),
+        attribution=HSK_TATOEBA_ATTRIBUTION, fails=(
+            Probe("晚上我常常看书。", "i often read books last night .", WRONG_TIME),
+            Probe("近来他很忙。", "it's very busy these days .", LOST_SUBJECT),
+            Probe("他最终成功了。", "he finally became success .", NOT_ENGLISH),
         ),
     ),
     "reverse": Card(

@@ -15,7 +15,7 @@ from webapp.registry.models import TrainedModel
 SHIPPED_TITLES = {
     "zh-en-post": gettext_noop("Chinese → English, Post-LN (the 2017 paper's layout)"),
     "zh-en-pre": gettext_noop("Chinese → English, Pre-LN (same size, data and seed)"),
-    "zh-en-hsk": gettext_noop("Chinese → English on real HSK sentences (mixed with generated ones)"),
+    "zh-en-hsk": gettext_noop("Chinese → English on real sentences: HSK and Tatoeba (mixed with generated ones)"),
     "reverse": gettext_noop("Reverse a sequence of symbols"),
 }
 

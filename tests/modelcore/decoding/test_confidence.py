@@ -34,6 +34,9 @@ EXAMPLES = {
     "我的猫追了一只老鼠。": "my cat chased a mouse .",
     "猫追老鼠。": "cats chase mice .",
 }
+# Chinese marks neither number nor definiteness: the model that learned from real sentences may read this one as
+# a particular cat, which is as right.
+ALSO_RIGHT = {"猫追老鼠。": {"the cat chases mice ."}}
 
 
 def test_the_examples_list_is_the_playgrounds() -> None:
@@ -47,20 +50,20 @@ def test_every_example_stays_right_and_unwarned_on_every_zh_en_model(name: str) 
     results = decode(load_model(name), list(EXAMPLES))
     for (source, expected), done in zip(EXAMPLES.items(), results, strict=True):
         judged = done.to_dict()
-        assert done.text == expected, source
+        assert done.text == expected or done.text in ALSO_RIGHT.get(source, ()), source
         assert judged["warnings"] == [], (source, judged)
         assert 0.5 < judged["confidence"] <= 1, source
 
 
 def test_an_output_that_loops_to_the_length_limit_is_warned_of_repetition() -> None:
-    done = decode(load_model("zh-en-hsk"), ["他最终成功了。"])[0]
-    assert done.reason == "max_len" and done.text.startswith("he finally finally finally")
+    done = decode(load_model("zh-en-post"), ["我的狗不会游泳。"])[0]  # 游泳 is outside its grammar
+    assert done.reason == "max_len" and done.text.startswith("my dog will not not not")
     assert "repetition" in done.to_dict()["warnings"]
 
 
 def test_a_phrase_said_twice_is_a_repetition_even_when_the_model_ends_it() -> None:
-    done = decode(load_model("zh-en-hsk"), ["妈妈提醒我出门带伞。"])[0]
-    assert done.reason == "eos" and "to the sun to the sun" in done.text
+    done = decode(load_model("zh-en-hsk"), ["是是是是是是是是是是。"])[0]
+    assert done.reason == "eos" and "it's true . it's true ." in done.text
     assert "repetition" in done.to_dict()["warnings"]
 
 
@@ -75,8 +78,8 @@ def test_words_never_seen_in_training_are_named_though_their_characters_are_know
 def test_a_garbled_real_sentence_is_unsure_and_a_known_one_is_sure() -> None:
     loaded = load_model("zh-en-hsk")
     threshold = read_calibration(loaded.path, loaded.checkpoint_hash).threshold
-    garbled, known = decode(loaded, ["他哥哥在北京工作。", "我的猫追了一只老鼠。"])
-    assert garbled.text == "he is in the north ."
+    garbled, known = decode(loaded, ["近来他很忙。", "我的猫追了一只老鼠。"])
+    assert garbled.text == "it's very busy these days ."  # "he has been busy lately": its 他 is lost
     assert garbled.to_dict()["confidence"] < threshold < known.to_dict()["confidence"]
     assert garbled.to_dict()["warnings"] == ["low_confidence"]
 

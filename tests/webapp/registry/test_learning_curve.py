@@ -28,9 +28,10 @@ def test_the_curve_ends_at_the_shipped_model_itself():
     last, test = CURVE["points"][-1], load_model("zh-en-hsk").metrics["test"]
     assert last["bleu"] == pytest.approx(test["bleu"], abs=1e-6)
     assert last["exact_match"] == pytest.approx(test["exact_match"], abs=1e-9)
-    assert [p["fraction"] for p in CURVE["points"]] == [0.25, 0.5, 1.0]
-    assert [p["real_pairs"] for p in CURVE["points"]] == [938, 1877, 3754] == sorted({p["real_pairs"] for p in
-                                                                                         CURVE["points"]})
+    assert [p["fraction"] for p in CURVE["points"]] == [0.25, 0.5, 1.0, 1.0]
+    # a quarter, a half and all of the HSK sentences, then all of them (each three times) with Tatoeba's pairs
+    assert [p["real_pairs"] for p in CURVE["points"]] == [938, 1877, 3754, 60_095] == sorted(
+        {p["real_pairs"] for p in CURVE["points"]})
     assert CURVE["real_only"]["generated"] == 0 and CURVE["real_only"]["real_pairs"] == 3754
     assert CURVE["test_sentences"] == 400
 
@@ -39,7 +40,7 @@ def test_the_card_draws_the_curve_and_tabulates_every_run(client_as, student, sh
     html = client_as(student).get("/models/zh-en-hsk/").content.decode()
     figure = _figure(html)
     bleu, chrf, alone_bleu, alone_chrf = figure["data"]
-    assert bleu["x"] == [938, 1877, 3754] and bleu["y"] == [p["bleu"] for p in CURVE["points"]]
+    assert bleu["x"] == [938, 1877, 3754, 60_095] and bleu["y"] == [p["bleu"] for p in CURVE["points"]]
     assert chrf["y"] == [p["chrf"] for p in CURVE["points"]]
     assert alone_bleu["y"] == [CURVE["real_only"]["bleu"]] and alone_chrf["y"] == [CURVE["real_only"]["chrf"]]
     assert figure["layout"]["xaxis"]["title"]["text"] == "real training pairs"
@@ -49,7 +50,7 @@ def test_the_card_draws_the_curve_and_tabulates_every_run(client_as, student, sh
     assert [row[1] for row in rows] == [f"{p['bleu']:.2f}" for p in [*CURVE["points"], CURVE["real_only"]]]
     assert [row[4] for row in rows] == [f"{p['grammar_bleu']:.1f}" for p in [*CURVE["points"], CURVE["real_only"]]]
     reading = re.search(r'data-testid="learning-curve">.*?<p>(.*?)</p>', html, re.S)[1]
-    assert f"with all 3754, {CURVE['points'][-1]['bleu']:.2f}" in reading
+    assert f"with all 3754, {CURVE['points'][2]['bleu']:.2f}" in reading  # the HSK recipe's runs read as one curve
     assert f"alone score BLEU {CURVE['real_only']['bleu']:.2f}" in reading
 
 
@@ -62,3 +63,11 @@ def test_it_reads_in_chinese(client_as, student, shipped):
 def test_a_model_without_a_curve_shows_none(client_as, student, shipped):
     html = client_as(student).get("/models/zh-en-post/").content.decode()
     assert 'data-testid="learning-curve"' not in html
+
+
+def test_the_reading_says_what_tatoebas_pairs_added(client_as, student, shipped):
+    html = client_as(student).get("/models/zh-en-hsk/").content.decode()
+    reading = re.search(r'data-testid="learning-curve">.*?<p>(.*?)</p>', html, re.S)[1]
+    last = CURVE["points"][-1]
+    assert f"With Tatoeba&#x27;s everyday pairs added ({last['real_pairs']} real pairs in all" in reading
+    assert f"BLEU {last['bleu']:.2f} and chrF {last['chrf']:.1f}" in reading

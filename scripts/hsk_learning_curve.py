@@ -45,6 +45,12 @@ def measured(name: str, pairs: list[tuple[str, str]], grammar: list[tuple[str, s
             **hsk_figures(name, pairs), "grammar_bleu": hsk_figures(name, grammar)["bleu"]}
 
 
+def described(point: dict) -> str:
+    return (f"{point['real_pairs']} real + {point['generated']} generated: BLEU {point['bleu']:.2f}, "
+            f"chrF {point['chrf']:.1f}, exact match {point['exact_match']:.3f}; "
+            f"BLEU on the grammar's sentences {point['grammar_bleu']:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--point", action="append", metavar="FRACTION=MODEL",
@@ -65,8 +71,7 @@ def main() -> int:
         point = {"fraction": float(options.get("train_fraction", 1.0)), **measured(args.add_point, pairs, grammar)}
         result["points"] = sorted([*result["points"], point], key=lambda p: p["real_pairs"])
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-        print(f"{point['real_pairs']} real + {point['generated']} generated: BLEU {point['bleu']:.2f}, "
-              f"chrF {point['chrf']:.1f}; BLEU on the grammar's sentences {point['grammar_bleu']:.2f}")
+        print(described(point))
         return 0
     points = []
     for spec in args.point:
@@ -77,9 +82,7 @@ def main() -> int:
               "real_only": measured(args.real_only, pairs, grammar)}
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for point in [*points, result["real_only"]]:
-        print(f"{point['real_pairs']} real + {point['generated']} generated: BLEU {point['bleu']:.2f}, "
-              f"chrF {point['chrf']:.1f}, exact match {point['exact_match']:.3f}; "
-              f"BLEU on the grammar's sentences {point['grammar_bleu']:.2f}")
+        print(described(point))
     return 0
 
 

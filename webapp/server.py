@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 from functools import partial
 from typing import Any
@@ -24,6 +23,8 @@ from typing import Any
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
 from daphne.ws_protocol import WebSocketProtocol
+
+from webapp.gil import gil_switch_interval
 
 log = logging.getLogger(__name__)
 
@@ -157,31 +158,6 @@ def _send_bound() -> int:
 
 class BoundedCommandLine(CommandLineInterface):
     server_class = BoundedServer
-
-
-# Python's default is 5 ms. Beside a class's page requests, 20 ms gave the sockets' first tokens p99 248 / 494 ms
-# with an abusive student against 355 / 719 ms at 5 and 1.6 s at 1 (bench/class_load.py, docs/benchmarks.md):
-# the threads running Django's views are interrupted less often, and the event loop runs its ready frames in longer
-# turns. WEB_GIL_SWITCH_MS sets another (docs/deploy.md).
-GIL_SWITCH_MS = 20.0
-
-
-def gil_switch_interval() -> float:
-    """The web process's GIL switch interval in seconds, from WEB_GIL_SWITCH_MS (milliseconds, 0.1 to 100).
-
-    The event loop that moves every socket's frames shares the GIL with the threads that run Django's views:
-    while a view computes, the loop waits up to one interval for each turn it gets.
-    """
-    raw = os.environ.get("WEB_GIL_SWITCH_MS", "").strip()
-    if not raw:
-        return GIL_SWITCH_MS / 1000
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SystemExit(f"WEB_GIL_SWITCH_MS must be a number of milliseconds, got {raw!r}") from None
-    if not 0.1 <= value <= 100:
-        raise SystemExit(f"WEB_GIL_SWITCH_MS must be between 0.1 and 100 ms, got {raw}")
-    return value / 1000
 
 
 def main() -> None:

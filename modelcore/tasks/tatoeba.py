@@ -16,8 +16,6 @@ from functools import cache
 
 from modelcore.tasks.base import Pair, normalise_english
 
-TATOEBA_SOURCE = "Tatoeba cmn-eng pairs (CC-BY 2.0 FR) as shipped by hsg 1.0.0"
-LICENSE = "CC-BY-2.0-FR"
 # Compared without spaces and sentence punctuation, so 你好！ in Tatoeba and 你好。 held out count as one sentence.
 _PUNCTUATION = re.compile(r"[\s，。！？、；：,.!?;:\"“”'‘’（）()…~～-]")
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from webapp.server import GIL_SWITCH_MS, gil_switch_interval
+from webapp.gil import GIL_SWITCH_MS, gil_switch_interval
 
 
 def test_the_interval_comes_from_the_environment(monkeypatch):

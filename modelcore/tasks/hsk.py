@@ -159,6 +159,7 @@ def hsk_task(
     cedict: int = 0,
     clean: int = 0,
     tatoeba: int = 0,
+    tatoeba_holdout: int = 0,
     real_repeat: int = 1,
     tgt_vocab: int = 0,
 ) -> Task:
@@ -170,6 +171,7 @@ def hsk_task(
     a sense (modelcore.tasks.dictionary), to the training split only; `clean=1` leaves the training sentences
     whose translation is the package's stand-in ("placeholder") out; `tatoeba=1` adds Tatoeba's Chinese-English
     pairs (modelcore.tasks.tatoeba), less any whose Chinese is a held-out sentence, to the training split only;
+    `tatoeba_holdout=1` keeps one Tatoeba sentence in 25 out of them too (the calibration's everyday sentences);
     `real_repeat` puts each real training sentence that many times in the split (so added pairs do not drown them);
     `tgt_vocab` caps the English vocabulary at that many words, the most frequent (0: every word seen). Valid and
     test stay the same real sentences whatever these are (the stand-ins included: 4 of the 400 test sentences,
@@ -182,7 +184,7 @@ def hsk_task(
     if not 0 < train_fraction <= 1:
         raise ValueError(f"train_fraction must be in (0, 1], got {train_fraction}")
     options = (("generated", generated), ("glosses", glosses), ("cedict", cedict), ("clean", clean),
-               ("tatoeba", tatoeba), ("tgt_vocab", tgt_vocab))
+               ("tatoeba", tatoeba), ("tatoeba_holdout", tatoeba_holdout), ("tgt_vocab", tgt_vocab))
     for name, value in options:
         if value < 0:
             raise ValueError(f"{name} must be 0 or more, got {value}")
@@ -208,7 +210,7 @@ def hsk_task(
     if tatoeba:
         from modelcore.tasks.tatoeba import tatoeba_pairs
 
-        pairs += tatoeba_pairs(exclude=[s.zh for s in valid + test])
+        pairs += tatoeba_pairs(exclude=[s.zh for s in valid + test], hold_out=bool(tatoeba_holdout))
     if generated or glosses or cedict or tatoeba:
         random.Random(f"hsk:{seed}:mix").shuffle(pairs)
     return Task("hsk", pairs, _pairs(valid), _pairs(test), "char", "word", tgt_vocab_size=tgt_vocab or None)

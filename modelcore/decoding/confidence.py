@@ -172,11 +172,12 @@ class Judge:
         unknown: list[str] = []
         share = 0.0
         if source is not None and self.known_words is not None:
-            from modelcore.decoding.words import segment
+            from modelcore.decoding.words import is_known, segment
 
             words = segment(source)
-            unknown = list(dict.fromkeys(w for w in words if w not in self.known_words))
-            share = sum(w not in self.known_words for w in words) / len(words) if words else 0.0
+            new = [w for w in words if not is_known(w, self.known_words)]
+            unknown = list(dict.fromkeys(new))
+            share = len(new) / len(words) if words else 0.0
         looped = reason == "max_len" or repeats(ids)
         nearest = self.sources.nearest(source) if source is not None and self.sources is not None else None
         features = sentence_features(steps, out_len=len(ids), src_len=src_len, unknown_share=share, looped=looped,

@@ -64,9 +64,25 @@ def training_words(sources: Iterable[str]) -> frozenset[str]:
     return frozenset(w for w in words if _is_word(w))
 
 
+def is_known(word: str, known: frozenset[str]) -> bool:
+    """Seen in training, or made wholly of words of two or more characters that were (爷爷奶奶 of 爷爷 and 奶奶,
+    手机号码 of 手机 and 号码; jieba keeps such compounds whole). Single characters never vouch for a word: knowing
+    恩 and 人 is not knowing 恩人."""
+    if word in known:
+        return True
+    n = len(word)
+    if n < 4:
+        return False
+    ends = {0}  # where a run of known words of 2+ characters, from the start, can end
+    for end in range(2, n + 1):
+        if any(start in ends and word[start:end] in known for start in range(max(0, end - 8), end - 1)):
+            ends.add(end)
+    return n in ends
+
+
 def unknown_words(text: str, known: frozenset[str]) -> list[str]:
-    """The words of `text` the training sources never held, each once, in order."""
-    return list(dict.fromkeys(w for w in segment(text) if w not in known))
+    """The words of `text` the training sources never held (`is_known`), each once, in order."""
+    return list(dict.fromkeys(w for w in segment(text) if not is_known(w, known)))
 
 
 NEAREST = 5  # the closest training sources `nearest` averages over (chosen by cross-validation, 5 against 1)

@@ -18,7 +18,7 @@ from modelcore.decoding.confidence import (
     read_calibration,
     repeats,
 )
-from modelcore.decoding.words import segment, unknown_words
+from modelcore.decoding.words import is_known, segment, unknown_words
 
 ZH_EN = ["zh-en-post", "zh-en-pre", "zh-en-hsk"]
 
@@ -73,6 +73,16 @@ def test_words_never_seen_in_training_are_named_though_their_characters_are_know
     judged = decode(loaded, ["他哥哥在北京工作。"])[0].to_dict()
     assert judged["unknown_words"] == ["哥哥", "北京", "工作"]
     assert "unknown_words" in judged["warnings"] and "low_confidence" in judged["warnings"]
+
+
+def test_a_compound_of_known_words_is_known_but_not_one_of_known_characters() -> None:
+    known = frozenset({"爷爷", "奶奶", "手机", "号码", "恩", "人", "太", "苦"})
+    assert is_known("爷爷奶奶", known) and is_known("手机号码", known)
+    assert not is_known("恩人", known) and not is_known("太苦", known) and not is_known("爷爷奶", known)
+    # On zh-en-hsk: 爷爷奶奶 is new to it as one word, but its grandparents are not.
+    judged = decode(load_model("zh-en-hsk"), ["我明天要去看爷爷奶奶。", "我喜欢吃榴莲。"])
+    assert "爷爷奶奶" not in judged[0].to_dict()["unknown_words"]
+    assert judged[1].to_dict()["unknown_words"] == ["榴莲"]  # durian: 榴 and 莲 are known, the fruit is not
 
 
 def test_a_garbled_real_sentence_is_unsure_and_a_known_one_is_sure() -> None:

@@ -7,12 +7,15 @@ translation is at least GOOD_CHRF (50), *bad* otherwise. Read at the cut, 50 and
 near one ("his house is large ." for "his house is big ."); under it the meaning is lost ("we bought those
 materials ." for "we bought the same shoes .").
 
-Fit: a logistic regression (L2, standardised features) of good on FIT_FEATURES of the greedy outputs of the hsk task's 200 validation sentences and 200 of the zh-en grammar's
-validation sentences (the lesson's kind of sentence: the grammar models get no real sentence right, so the
+Fit: a logistic regression (L2, standardised features) of good on FIT_FEATURES of the greedy outputs of the hsk
+task's validation sentences (196: the 4 whose reference is the package's stand-in "placeholder" are left out of the
+fit and the report, as no output can match them), for a model trained with `tatoeba_holdout=1` half of the
+Tatoeba sentences kept out of its training (about 1,000, each scored against every translation Tatoeba gives), and
+200 of the zh-en grammar's validation sentences (the lesson's kind of sentence: the grammar models get no real sentence right, so the
 real ones alone hold no good output to fit). Threshold: among the thresholds that warn at least 80 % of the
 bad outputs of that set, the one that warns the fewest good ones, in the middle of its interval.
-Report: the hsk task's 400 held-out real test sentences (and 200 of the grammar's test sentences, all good
-for every model), never seen by the fit: the area under the ROC curve of the confidence for telling good from
+Report: the hsk task's 396 held-out real test sentences (and 200 of the grammar's test sentences, all good
+for every model, and the other half of the held-out Tatoeba sentences), never seen by the fit: the area under the ROC curve of the confidence for telling good from
 bad, and at the threshold the share of bad and of good outputs warned (`low_confidence`; and any warning).
 
 Writes `calibration.json` into each model's folder (the decoder reads its `calibration`, the model card draws
@@ -65,17 +68,43 @@ BINS = 5  # the reliability diagram's bins of confidence, each 0.2 wide
 BATCH = 50
 
 
-def outputs(loaded: LoadedModel, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Greedy output of each pair's source, its features, warnings and sentence chrF."""
+def outputs(loaded: LoadedModel, pairs: list[tuple[str, str | list[str]]]) -> list[dict[str, Any]]:
+    """Greedy output of each pair's source, its features, warnings and sentence chrF (against every reference given)."""
     rows = []
     for start in range(0, len(pairs), BATCH):
         chunk = pairs[start : start + BATCH]
         for (src, ref), done in zip(chunk, decode(loaded, [s for s, _ in chunk]), strict=True):
             assert done.judgement is not None
-            rows.append({"source": src, "reference": ref, "output": done.text, "reason": done.reason,
-                         "chrf": sacrebleu.sentence_chrf(done.text or "", [ref]).score,
+            references = [ref] if isinstance(ref, str) else list(ref)
+            rows.append({"source": src, "reference": references[0], "references": len(references),
+                         "output": done.text, "reason": done.reason,
+                         "chrf": sacrebleu.sentence_chrf(done.text or "", references).score,
                          "features": done.judgement.features, "warnings": done.judgement.warnings})
     return rows
+
+
+def real_sets(loaded: LoadedModel) -> dict[str, list[tuple[str, str | list[str]]]]:
+    """The real sentences of the fit and of the report, each (source, reference or references).
+
+    `hsk_valid` and `hsk_test`: the hsk task's, less the few whose reference is the package's stand-in for a
+    translation ("placeholder": no output can be good against it). For a model trained with `tatoeba_holdout=1`,
+    also the Tatoeba sentences kept out of its training (less any HSK sentence and any it trained on), with every translation Tatoeba
+    gives: every other one in `tatoeba_fit`, the rest in `tatoeba_test`.
+    """
+    from modelcore.tasks.hsk import load_hsk_sentences
+    from modelcore.tasks.tatoeba import held_out_sentences
+
+    hsk = get_task("hsk", seed=0)
+    stand_ins = {s.zh for s in load_hsk_sentences() if s.placeholder}
+    sets: dict[str, list[tuple[str, str | list[str]]]] = {
+        "hsk_valid": [(zh, en) for zh, en in hsk.valid if zh not in stand_ins],
+        "hsk_test": [(zh, en) for zh, en in hsk.test if zh not in stand_ins]}
+    options = dict(loaded.metrics.get("task_options") or {})
+    if options.get("tatoeba_holdout"):
+        trained = get_task("hsk", **options).train  # the few held-out sentences that are HSK or grammar ones too
+        held = held_out_sentences(exclude=[s.zh for s in load_hsk_sentences()] + [zh for zh, _ in trained])
+        sets["tatoeba_fit"], sets["tatoeba_test"] = held[0::2], held[1::2]
+    return sets
 
 
 def _good(rows: list[dict[str, Any]]) -> np.ndarray:
@@ -190,22 +219,27 @@ def report(rows: list[dict[str, Any]], calibration: Calibration) -> dict[str, An
 
 def calibrate(name: str, features: tuple[str, ...] = FIT_FEATURES, l2: float = L2) -> dict[str, Any]:
     loaded = load_model(name)
-    hsk, grammar = get_task("hsk", seed=0), get_task("zh-en", seed=0)
-    fit_rows = outputs(loaded, hsk.valid) + outputs(loaded, grammar.valid[:GRAMMAR_SENTENCES])
+    sets, grammar = real_sets(loaded), get_task("zh-en", seed=0)
+    real_fit = outputs(loaded, sets["hsk_valid"]) + outputs(loaded, sets.get("tatoeba_fit", []))
+    fit_rows = real_fit + outputs(loaded, grammar.valid[:GRAMMAR_SENTENCES])
     good = _good(fit_rows)
     weights, bias = fit_logistic(_matrix_of(fit_rows, features), good.astype(float), l2)
     fitted = Calibration(dict(zip(features, map(float, weights), strict=True)), bias, 0.5, loaded.checkpoint_hash)
     confidence = np.array([fitted.confidence(row["features"]) for row in fit_rows])
     calibration = Calibration(fitted.weights, bias, choose_threshold(confidence, good), loaded.checkpoint_hash)
-    return {
+    result = {
         "model": name, "decoding": "greedy",
         "good": {"metric": "sentence chrF (sacrebleu)", "at_least": GOOD_CHRF},
         "calibration": calibration.to_dict(),
-        "fit": {"real": len(hsk.valid), "generated": GRAMMAR_SENTENCES, "good": int(good.sum()),
+        "fit": {"real": len(real_fit), "hsk": len(sets["hsk_valid"]), "tatoeba": len(sets.get("tatoeba_fit", [])),
+                "generated": GRAMMAR_SENTENCES, "good": int(good.sum()),
                 "bad": int((~good).sum()), "bad_warned_goal": BAD_WARNED_GOAL, "l2": l2},
-        "test": report(outputs(loaded, hsk.test), calibration),
+        "test": report(outputs(loaded, sets["hsk_test"]), calibration),
         "grammar_test": report(outputs(loaded, grammar.test[:GRAMMAR_SENTENCES]), calibration),
     }
+    if "tatoeba_test" in sets:
+        result["tatoeba_test"] = report(outputs(loaded, sets["tatoeba_test"]), calibration)
+    return result
 
 
 def _percent(value: float | None) -> str:
@@ -227,7 +261,8 @@ def main() -> int:
     for name in args.models:
         if args.select:
             loaded = load_model(name)
-            real = outputs(loaded, get_task("hsk", seed=0).valid)
+            sets = real_sets(loaded)
+            real = outputs(loaded, sets["hsk_valid"]) + outputs(loaded, sets.get("tatoeba_fit", []))
             grammar = outputs(loaded, get_task("zh-en", seed=0).valid[:GRAMMAR_SENTENCES])
             for names in (BEFORE, FIT_FEATURES):
                 print(f"{name}: {', '.join(names)} at L2 {L2:g}: cross-validated AUC "
@@ -244,6 +279,10 @@ def main() -> int:
               f"{_percent(test['good_warned'])} (any warning: {_percent(test['bad_warned_any'])} and "
               f"{_percent(test['good_warned_any'])}); grammar test sentences warned "
               f"{_percent(result['grammar_test']['good_warned'])}")
+        if everyday := result.get("tatoeba_test"):
+            print(f"{name}: {everyday['sentences']} held-out Tatoeba sentences ({everyday['good']} good): AUC "
+                  f"{everyday['auc']:.3f}, bad warned {_percent(everyday['bad_warned'])}, good warned "
+                  f"{_percent(everyday['good_warned'])}")
         if not args.dry_run:
             folder = load_model(name).path
             (folder / CALIBRATION_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -5,6 +5,7 @@ with Tatoeba's pairs added.
     .venv/bin/python scripts/hsk_learning_curve.py --point 0.25=var/curve/mixed-q --point 0.5=var/curve/mixed-h \
         --point 1=var/curve/mixed-all --point 1=zh-en-hsk --real-only var/curve/real-all
     .venv/bin/python scripts/hsk_learning_curve.py --add-point zh-en-hsk   # measure one model, keep the file's others
+    .venv/bin/python scripts/hsk_learning_curve.py --add-point zh-en-hsk --replace-last   # a retrained zh-en-hsk
 
 Every model is scored by scripts/hsk_figures.py on the same 400 real held-out sentences, and its BLEU on 400 of
 the zh-en grammar's test sentences. Writes modelcore/shipped/zh-en-hsk/learning_curve.json, which the model's card
@@ -58,6 +59,8 @@ def main() -> int:
     parser.add_argument("--real-only", metavar="MODEL", help="all the HSK sentences, nothing generated")
     parser.add_argument("--add-point", metavar="MODEL",
                         help="measure this model and add it to the file's points (the others are kept as measured)")
+    parser.add_argument("--replace-last", action="store_true",
+                        help="with --add-point: drop the point with the most real pairs first (the model it retrains)")
     parser.add_argument("--out", type=Path, default=SHIPPED_DIR / "zh-en-hsk" / CURVE_FILE)
     args = parser.parse_args()
     if not args.add_point and not (args.point and args.real_only):
@@ -69,7 +72,8 @@ def main() -> int:
         result = json.loads(args.out.read_text(encoding="utf-8"))
         options = load_model(args.add_point).metrics["task_options"]
         point = {"fraction": float(options.get("train_fraction", 1.0)), **measured(args.add_point, pairs, grammar)}
-        result["points"] = sorted([*result["points"], point], key=lambda p: p["real_pairs"])
+        kept = sorted(result["points"], key=lambda p: p["real_pairs"])[: -1 if args.replace_last else None]
+        result["points"] = sorted([*kept, point], key=lambda p: p["real_pairs"])
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         print(described(point))
         return 0

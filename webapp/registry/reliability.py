@@ -34,6 +34,14 @@ def reliability_for(*, folder: Path, checkpoint_hash: str) -> dict[str, Any] | N
                  "an ROC AUC of %(auc)s, and the warning comes on %(bad_warned)s of the bad outputs and %(good_warned)s "
                  "of the good ones (the goal: at least 80 %% and at most 25 %%). Of the generated grammar's held-out "
                  "sentences, all translated well, %(grammar_warned)s are warned.") % numbers
+    if everyday := data.get("tatoeba_test"):
+        measured += " " + _("On %(n)s everyday sentences from Tatoeba that the model never saw (%(good)s translated "
+                            "well, each scored against every translation Tatoeba gives), the ROC AUC is %(auc)s and "
+                            "the warning comes on %(bad_warned)s of the bad outputs and %(good_warned)s of the good "
+                            "ones.") % {
+            "n": everyday["sentences"], "good": everyday["good"],
+            "auc": "—" if everyday["auc"] is None else f"{everyday['auc']:.2f}",
+            "bad_warned": _percent(everyday["bad_warned"]), "good_warned": _percent(everyday["good_warned"])}
     met = test["bad_warned"] is not None and test["good_warned"] is not None and \
         test["bad_warned"] >= 0.8 and test["good_warned"] <= 0.25
     verdict = _("The goal is met.") if met else _("The goal is not met: the model's own numbers do not separate its "
@@ -47,6 +55,8 @@ def reliability_figure(data: dict[str, Any]) -> dict[str, Any]:
     """Share of good outputs against the mean confidence of each bin, for the real and the grammar's sentences."""
     sets = [(data["test"], _("real held-out sentences"), COLORS["bleu"]),
             (data["grammar_test"], _("generated grammar's sentences"), COLORS["token_accuracy"])]
+    if "tatoeba_test" in data:  # a model trained with the calibration's Tatoeba sentences kept out
+        sets.append((data["tatoeba_test"], _("held-out everyday sentences (Tatoeba)"), COLORS["exact_match"]))
     traces: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines", "x": [0, 1], "y": [0, 1], "name": _("as often good as it says"),
          "line": {"color": "#999", "dash": "dot"}, "hoverinfo": "skip"},

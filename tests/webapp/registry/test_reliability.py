@@ -28,11 +28,17 @@ def _text(html: str, testid: str) -> str:
 def test_the_card_draws_the_reliability_of_the_real_test_sentences(client_as, student, shipped, name):
     data = _calibration(name)
     html = client_as(student).get(f"/models/{name}/").content.decode()
-    diagonal, real, grammar = _figure(html)["data"]
+    diagonal, real, grammar, *everyday = _figure(html)["data"]
     assert diagonal["x"] == [0, 1] and diagonal["y"] == [0, 1]
     assert real["y"] == [b["good_share"] for b in data["test"]["reliability"]]
-    assert sum(int(t.split()[0]) for t in real["text"]) == data["test"]["sentences"] == 400
+    assert sum(int(t.split()[0]) for t in real["text"]) == data["test"]["sentences"]
     assert sum(int(t.split()[0]) for t in grammar["text"]) == data["grammar_test"]["sentences"]
+    # A model trained with Tatoeba's calibration sentences kept out is drawn on them too.
+    assert len(everyday) == ("tatoeba_test" in data)
+    if everyday:
+        assert everyday[0]["y"] == [b["good_share"] for b in data["tatoeba_test"]["reliability"]]
+        assert f"On {data['tatoeba_test']['sentences']} everyday sentences from Tatoeba" in _text(
+            html, "reliability-measured")
     threshold = f"{100 * data['calibration']['threshold']:.0f} %"
     assert f"below {threshold}. A warning means: do not trust this translation." in _text(html, "reliability-meaning")
     measured = _text(html, "reliability-measured")

@@ -244,7 +244,7 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
          "a": _("In training mode BatchNorm's shift moves with whatever shares the batch and its padding; in inference mode (running averages) it stays 0, as LayerNorm's does. The two BatchNorm modes still give the same token different vectors."),
          "options": [_("It moves with the batch in training, 0 in inference"), _("It never changes"), _("It moves in both modes")], "right": 0},
         {"id": "questions-2", "q": _("d_ff = 1×, 2×, 4× d_model: does the widest end with the lowest training loss, and how many more parameters does it take?"),
-         "a": _("Run the comparison with a few seeds: on this easy copy task the order of the three final losses changes from seed to seed (with seed 0 the widest ends highest, with seed 1 lowest), so no width wins every time, while 4× takes about two thirds more parameters than 1× (61,848 against 36,888). Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."),
+         "a": _("Run the comparison with a few seeds: on this easy copy task the order of the three final losses changes from seed to seed (with seed 1 the widest ends lowest, with seed 0 it does not; which width wins at seed 0 moves with the machine's arithmetic), so no width wins every time, while 4× takes about two thirds more parameters than 1× (61,848 against 36,888). Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."),
          "options": [_("Yes, the widest always ends lowest"), _("No, the narrowest always ends lowest"), _("Neither: the order changes with the seed")], "right": 2},
     ],
     "glossary": [],

@@ -39,9 +39,9 @@ def test_bad_requests_are_refused():
 
 @pytest.mark.slow
 def test_the_ffn_exercise_says_what_two_seeds_of_the_default_comparison_show():
-    """The exercise's claims, on the real model: no width ends lowest on every seed (seed 0: the widest highest,
-    seed 1: the widest lowest), and the parameter counts it quotes. Which of 1x and 2x ends lowest at seed 0 moves
-    with the machine's arithmetic, so the exercise does not say."""
+    """The exercise's claims, on the real model: no width ends lowest on every seed (seed 1: the widest lowest,
+    seed 0: not the widest), and the parameter counts it quotes. Which width ends lowest at seed 0 moves with the
+    machine's arithmetic (the narrowest on one machine, 2x on another), so the exercise does not say."""
     from tests.fixtures.lesson import in_both
     from webapp.lesson.content import EXERCISES, exercise_question
 
@@ -49,12 +49,12 @@ def test_the_ffn_exercise_says_what_two_seeds_of_the_default_comparison_show():
         seed0, seed1 = (run_training("ffn", {"seed": seed}) for seed in (0, 1))
     losses0 = [arm["final_loss"] for arm in seed0["arms"]]
     losses1 = [arm["final_loss"] for arm in seed1["arms"]]
-    assert losses0[-1] == max(losses0) and losses1[-1] == min(losses1)
+    assert losses0[-1] != min(losses0) and losses1[-1] == min(losses1)
     narrow, widest = seed0["arms"][0]["parameters"], seed0["arms"][-1]["parameters"]
     assert round(widest / narrow - 1, 1) in (0.6, 0.7)  # about two thirds more
     answer = in_both(next(e["a"] for e in EXERCISES["questions"] if e["id"] == "questions-2"))
     for text in answer.values():
         assert f"{widest:,} " in text and f"{narrow:,}" in text
-    assert "seed 0 the widest ends highest, with seed 1 lowest" in answer["en"]
-    assert "种子 0 时最宽的最高，种子 1 时最低" in answer["zh"]
+    assert "with seed 1 the widest ends lowest, with seed 0 it does not" in answer["en"]
+    assert "种子 1 时最宽的最低，种子 0 时不是" in answer["zh"]
     assert exercise_question("questions-2")["right"] == "Neither: the order changes with the seed"

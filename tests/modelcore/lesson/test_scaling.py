@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from modelcore.checkpoint import load_model
+from modelcore.decoding.steppers import CachedStepper, RecomputeStepper
 from modelcore.experiments import torch_threads
 from modelcore.lesson import run_demo
+from modelcore.lesson.demos import source_of
 from modelcore.masks import make_src_mask
+from modelcore.tokenization import BOS_ID
 
 SENTENCE = "我的猫追了一只老鼠。"
 
@@ -67,10 +71,40 @@ def test_with_the_cache_a_step_stays_level_while_recomputing_the_prefix_slows_do
     with torch_threads(1):
         cache = run_demo("cache", zh_en, {"sentence": SENTENCE})
     assert cache["steps"] == 128 and len(cache["cached_ms"]) == len(cache["recompute_ms"]) == 128
-    early, late = cache["early"], cache["late"]
-    assert late["recompute"] > 1.3 * early["recompute"]
+    # Times are the machine's, under whatever else runs: the test holds the demonstration to the wide gaps (several
+    # times over), and the next test counts the arithmetic behind the trend its chart draws.
+    late = cache["late"]
     assert late["cached"] < late["recompute"] / 2 and cache["total_ms"]["cached"] < cache["total_ms"]["recompute"]
     # 1 KiB per position and layer (a key and a value of 128 float32 numbers), source positions included.
     sizes = cache["cache_bytes"]
     assert {b - a for a, b in zip(sizes, sizes[1:], strict=False)} == {3 * 1024}
     assert sizes[-1] == (128 + len(cache["tokens"])) * 3 * 1024 == 417 * 1024
+
+
+def _counted_steps(stepper, src: list[int], steps: int) -> list[int]:
+    """Floating-point operations of each step as torch counts them (the CPU's fused attention kernel included)."""
+    formula = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu:
+               lambda q, k, v, *args, out_shape=None, **kwargs: sdpa_flop_count(q, k, v)}
+    stepper.reserve(1, steps + 1)
+    stepper.add_sources([src], steps + 1)
+    token, counts = torch.tensor([BOS_ID]), []
+    with torch.no_grad():
+        for _ in range(steps):
+            with FlopCounterMode(display=False, custom_mapping=formula) as counter:
+                logits = stepper.step(token)
+            counts.append(counter.get_total_flops())
+            token = logits.argmax(-1)
+    return counts
+
+
+def test_the_cache_demonstrations_trend_is_the_arithmetic_each_step_does(zh_en):
+    """Recomputing runs the decoder over the whole prefix (work grows with every token); the cache runs one position
+    and only its attention reads further back."""
+    src = source_of(zh_en, SENTENCE)[0][0].tolist()
+    model = zh_en.model.eval()
+    recompute = _counted_steps(RecomputeStepper(model), src, 64)
+    cached = _counted_steps(CachedStepper(model, native=False), src, 64)
+    assert all(a < b for a, b in zip(recompute, recompute[1:], strict=False))
+    assert recompute[-1] > 15 * recompute[0]  # 64 positions against 1 (the encoder output is not recomputed)
+    assert all(a <= b for a, b in zip(cached, cached[1:], strict=False)) and cached[-1] < 1.25 * cached[0]
+    assert cached[0] < recompute[0] and cached[-1] < recompute[-1] / 50

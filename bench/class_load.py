@@ -5,7 +5,9 @@
 Starts the stack `make run` starts (scripts/run_stack.py) on loopback: an embedded Redis, a fresh
 SQLite database with the shipped models registered, daphne (`python -m webapp.server`), an
 `interactive` worker (threads x4) and a `demonstrations` worker (threads x2), with the app's default
-limits. Then two phases of --seconds each:
+limits. Then two phases of --seconds each (with --rounds K, K pairs of them in alternating order, alone,
+abuser, abuser, alone, ..., --settle seconds apart; each phase's figures pool its rounds, and the
+first-token figures are also given per round):
 
 1. *alone*: N well-behaved students, each looping (think time 1-3 s between actions, random): GET a
    lesson page, POST its demonstration as htmx does (a sentence the shipped zh-en-post knows, a
@@ -170,11 +172,13 @@ class Tally:
 
     def __init__(self) -> None:
         self.phase = "warm-up"
+        self.round = 0  # with --rounds, the phases' index (each phase's figures pool its rounds)
         self.requests: collections.Counter[str] = collections.Counter()  # "phase who kind status"
         self.outcomes: collections.Counter[str] = collections.Counter()  # demonstrations: "phase who code"
         self.frames: collections.Counter[str] = collections.Counter()  # "phase who socket type[:code]"
         self.closes: collections.Counter[str] = collections.Counter()  # "phase who socket code"
         self.first_token: dict[str, list[float]] = collections.defaultdict(list)
+        self.first_token_rounds: dict[str, list[float]] = collections.defaultdict(list)  # "phase round"
         self.demo_ms: dict[str, list[float]] = collections.defaultdict(list)  # well-behaved, uncached or not
         self.page_ms: dict[str, list[float]] = collections.defaultdict(list)
         self.decodes: collections.Counter[str] = collections.Counter()  # "phase outcome"
@@ -381,6 +385,7 @@ class Student:
         self.tally.decodes[f"{phase} done"] += 1
         if request["first"] is not None:
             self.tally.first_token[phase].append((request["first"] - sent) * 1000)
+            self.tally.first_token_rounds[f"{phase} {self.tally.round}"].append((request["first"] - sent) * 1000)
         steps = end.get("steps", len(request["seqs"]))
         missing = len(set(range(steps)) - set(request["seqs"]))
         if missing or request["seqs"] != list(range(len(request["seqs"]))):
@@ -648,6 +653,7 @@ class Abuser:
     def close(self) -> None:
         for client in self.sockets:
             shut(client)
+        self.sockets.clear()
 
 
 # -- the run ----------------------------------------------------------------------------------------------
@@ -745,14 +751,22 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
     watcher = asyncio.ensure_future(watch.watch(stop_watch))
     abuser = Abuser(prepared["abuser"], port, path, tally, args, page_request)
     phases, cores = {}, {}
-    for phase in ("alone", "abuser"):
-        tally.phase = phase
+    # Rounds alternate the order (alone, abuser, abuser, alone, ...): a machine that drifts over the run weighs on
+    # both phases alike, and each phase's figures pool its rounds.
+    order = [(r, phase) for r in range(args.rounds) for phase in (("alone", "abuser") if r % 2 == 0 else
+                                                                   ("abuser", "alone"))]
+    for index, (round_index, phase) in enumerate(order):
+        if index:
+            await asyncio.sleep(args.settle)  # what the phase before left queued drains before the next begins
+        tally.phase, tally.round = phase, round_index
+        label = phase if args.rounds == 1 else f"{phase} {round_index}"
         began, cpu_before = time.monotonic(), cpu_seconds(pids)
         until = began + args.seconds
         tasks = [s.live(until, max_loops=int(args.seconds) + 1) for s in students]
-        spy = profile(web_pid, phase, args) if args.profile is not None else None
+        spy = profile(web_pid, label.replace(" ", "-"), args) if args.profile is not None else None
         tasks.append(console.live(until, max_runs=int(args.seconds) + 1))
         if phase == "abuser":
+            abuser.stop = watch.over_limit.is_set()
             tasks.append(abuser.live(until))
 
             async def limit() -> None:
@@ -766,8 +780,10 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
             spy.wait(timeout=30)
         if phase == "abuser":
             guard.cancel()
-        phases[phase] = round(time.monotonic() - began, 1)
-        cores[phase] = cpu_share(cpu_before, cpu_seconds(pids), phases[phase])
+            if index < len(order) - 1:  # the class's next phase is without it
+                abuser.close()
+        phases[label] = round(time.monotonic() - began, 1)
+        cores[label] = cpu_share(cpu_before, cpu_seconds(pids), phases[label])
     tally.phase = "closing"
 
     # frames lost on the followers' screens: each run's steps against what each follower held of it
@@ -795,6 +811,11 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
 
     first = {phase: summary(tally.first_token[phase]) for phase in ("alone", "abuser")}
     ratio = (first["abuser"]["p99"] / first["alone"]["p99"]) if first["alone"]["n"] and first["abuser"]["n"] else None
+    by_round = {f"{phase} {r}": summary(tally.first_token_rounds[f"{phase} {r}"])
+                for r in range(args.rounds) for phase in ("alone", "abuser")}
+    round_ratios = [round(by_round[f"abuser {r}"]["p99"] / by_round[f"alone {r}"]["p99"], 2)
+                    for r in range(args.rounds)
+                    if by_round.get(f"abuser {r}", {}).get("n") and by_round.get(f"alone {r}", {}).get("n")]
     five_xx: collections.Counter[str] = collections.Counter()
     for key, value in tally.requests.items():
         phase, who, kind, status = key.split(" ")
@@ -812,6 +833,7 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
                         "classroom_expected": dict(expected),
                         "total": sum(tally.decode_lost.values()) + sum(lost.values())},
         "first_token_ms": first, "first_token_p99_ratio": round(ratio, 2) if ratio else None,
+        "first_token_ms_by_round": by_round, "first_token_p99_ratio_by_round": round_ratios,
         "page_ms": {p: summary(v) for p, v in tally.page_ms.items()},
         "demo_ms": {p: summary(v) for p, v in tally.demo_ms.items()},
         "classroom": {"runs": [{k: v for k, v in r.items() if k not in ("began", "ended")} for r in console.runs],
@@ -887,6 +909,10 @@ def table(result: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"first token ms, alone:  p50 {f['alone']['p50']}  p99 {f['alone']['p99']}  n {f['alone']['n']}")
     lines.append(f"first token ms, abuser: p50 {f['abuser']['p50']}  p99 {f['abuser']['p99']}  n {f['abuser']['n']}")
+    if len(result["first_token_ms_by_round"]) > 2:
+        for key, row in result["first_token_ms_by_round"].items():
+            lines.append(f"  round {key.split()[1]}, {key.split()[0]:6}: p50 {row['p50']}  p99 {row['p99']}  n {row['n']}")
+        lines.append(f"  p99 ratio per round: {result['first_token_p99_ratio_by_round']}")
     rss = result["daphne_rss_mb"]
     lines.append(f"daphne RSS MB: start {rss['at_start']}, before {rss['before']}, peak {rss['peak']}, after {rss['after']}")
     lines.append(f"requests: {json.dumps(result['requests'], ensure_ascii=False)}")
@@ -904,7 +930,10 @@ def table(result: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=100)
-    parser.add_argument("--seconds", type=float, default=60.0, help="length of each of the two phases")
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of each phase")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="pairs of phases, in alternating order (alone, abuser, abuser, alone, ...); figures pool them")
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds between phases")
     parser.add_argument("--followers", type=int, default=30, help="students who also follow the live session")
     parser.add_argument("--run-tokens", type=int, default=60)
     parser.add_argument("--pace-ms", type=int, default=100)
@@ -925,6 +954,8 @@ def main() -> int:
         print(json.dumps(verify()))
         return 0
     args.followers = min(args.followers, args.students)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
 
     from scripts.redis_embedded import EmbeddedRedis
 
@@ -977,7 +1008,8 @@ def main() -> int:
                              text=True).stdout.splitlines()
     result = {
         "code": {"commit": head, "files_changed_since": len(changed)},
-        "settings": {"students": args.students, "seconds_per_phase": args.seconds, "followers": args.followers,
+        "settings": {"students": args.students, "seconds_per_phase": args.seconds, "rounds": args.rounds,
+                     "settle_s": args.settle, "followers": args.followers,
                      "run_tokens": args.run_tokens, "pace_ms": args.pace_ms, "abuse_demos": args.abuse_demos,
                      "abuse_sockets": args.abuse_sockets, "abuse_class_sockets": args.abuse_class_sockets,
                      "stack": "daphne x1, interactive worker threads x4, demonstrations worker threads x2 "

@@ -1014,7 +1014,8 @@ def main() -> int:
                      "abuse_sockets": args.abuse_sockets, "abuse_class_sockets": args.abuse_class_sockets,
                      "stack": "daphne x1, interactive worker threads x4, demonstrations worker threads x2 "
                               "(as make run), app's default limits", "model": MODEL,
-                     "web_gil_switch_ms": round(gil_switch_interval() * 1000, 3)},
+                     "web_gil_switch_ms": round(gil_switch_interval() * 1000, 3),
+                     "background_worker_nice": os.environ.get("BACKGROUND_WORKER_NICE", "the default")},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},

@@ -11,4 +11,4 @@ class OpsConfig(AppConfig):
     verbose_name = "Operations"
 
     def ready(self) -> None:
-        from webapp.ops import worker_presence  # noqa: F401  (signal receivers)
+        from webapp.ops import priority, worker_presence  # noqa: F401  (signal receivers)

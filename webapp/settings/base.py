@@ -216,6 +216,9 @@ LESSON_DEMOS_PER_MINUTE = env_int("LESSON_DEMOS_PER_MINUTE", 30, minimum=1)
 LESSON_DEMO_CACHE_DAYS = env_int("LESSON_DEMO_CACHE_DAYS", 14, minimum=1)
 LESSON_DEMO_CACHE_ROWS = env_int("LESSON_DEMO_CACHE_ROWS", 5000, minimum=10)
 LESSON_DEMO_TORCH_THREADS = env_int("LESSON_DEMO_TORCH_THREADS", 1, minimum=1)
+# A worker that serves none of the decodes (demonstrations, experiments, training) runs this much nicer than the rest
+# (webapp/ops/priority.py): on shared cores it takes what decoding leaves. 0: the same priority as every process.
+BACKGROUND_WORKER_NICE = env_int("BACKGROUND_WORKER_NICE", 10, minimum=0)
 
 # Experiments (docs/experiments.md): new runs a non-admin may start in 24 hours, and the torch
 # threads of each run (one: runs share the training worker's cores with each other).

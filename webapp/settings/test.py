@@ -5,6 +5,9 @@ import os
 import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-insecure-key")
+# Tests time-limit their waits on demonstrations; three pytest processes share the cores, so the workers they start
+# keep the priority they were started with unless a test asks (tests/webapp/ops/test_priority.py).
+os.environ.setdefault("BACKGROUND_WORKER_NICE", "0")
 
 
 def _run_dir() -> str:

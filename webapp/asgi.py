@@ -4,10 +4,11 @@ from __future__ import annotations
 import gc
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings.dev")
-django_asgi_app = get_asgi_application()  # before importing consumers: it sets up Django
+
+from webapp.request_threads import get_asgi_application  # noqa: E402
+
+django_asgi_app = get_asgi_application()  # before importing consumers: it sets up Django (requests on kept threads)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 

@@ -140,7 +140,9 @@ def _load_task(args: argparse.Namespace, saved: dict[str, Any] | None = None) ->
         return get_task(saved["task"], **options)
     if not args.task:
         raise UsageError("python -m modelcore train: give --task NAME or --corpus FILE")
-    return get_task(args.task, seed=args.seed, **dict(args.task_option))
+    # The task's data (its split, its mix) follows --seed unless `--task-option seed=N` fixes it: a second run of one
+    # recipe on the same split then differs only in its weights' start and its batches' order.
+    return get_task(args.task, **{"seed": args.seed, **dict(args.task_option)})
 
 
 def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:

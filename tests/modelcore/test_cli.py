@@ -159,3 +159,14 @@ def test_train_with_three_way_tying_keeps_one_vocabulary_and_one_matrix(tmp_path
     untied = sum(p.numel() for p in model.parameters()) + 2 * model.generator.weight.numel()
     assert untied == sum(p.numel() for p in model.state_dict().values())  # three matrices saved, one trained
     assert _run("decode", "--model", str(out), "1 2 3").returncode == 0
+
+
+def test_a_second_seed_of_a_recipe_can_keep_the_first_seed_s_data(tmp_path: Path) -> None:
+    """--seed sets the weights' start, the batches' order and, unless a task option fixes it, the task's data."""
+    args = ("train", "--task", "reverse", "--task-option", "n_train=200", "--task-option", "n_valid=10",
+            "--task-option", "n_test=10", "--preset", "tiny", "--steps", "3", "--quiet", "--seed", "1")
+    assert _run(*args, "--out", str(tmp_path / "same"), "--task-option", "seed=0").returncode == 0
+    assert _run(*args, "--out", str(tmp_path / "own")).returncode == 0
+    same, own = load_model(tmp_path / "same").metrics, load_model(tmp_path / "own").metrics
+    assert same["task_options"]["seed"] == 0 and own["task_options"]["seed"] == 1
+    assert same["train"]["seed"] == own["train"]["seed"] == 1

@@ -96,6 +96,6 @@ def test_the_real_sentence_model_s_card_draws_its_heads_against_the_glosses(asgi
     # Tatoeba's pairs), and the HSK sentences alone beside them.
     page.wait_for_function("document.getElementById('learning-curve')?.data?.length === 4")
     curve = page.get_by_test_id("learning-curve-plot")
-    assert curve.locator(".xtick text").all_text_contents() == ["938", "1877", "3754", "60095"]
+    assert curve.locator(".xtick text").all_text_contents() == ["938", "1877", "3754", "57776"]
     assert curve.get_attribute("role") == "img" and "Real sentences alone: BLEU " in curve.get_attribute("aria-label")
     assert page.get_by_test_id("learning-curve-table").locator("tbody tr").count() == 5  # four runs with generated sentences, the HSK sentences alone

@@ -59,7 +59,7 @@ WRONG_TIME = _(
     "It can get a time word wrong and still sound fluent: 晚上 (in the evening) comes out as \"last night\"."
 )
 LOST_SUBJECT = _("It can drop who the sentence is about: 近来他很忙 (he has been busy lately) loses its 他 (he).")
-NOT_ENGLISH = _("A phrasing it met rarely can come out as broken English: 成功了 (succeeded) as \"became success\".")
+LITERAL_NAME = _("A place name can come out as what its characters say: 上海 (Shanghai, \"on the sea\") as \"the sea\".")
 REPEATS_A_WORD = _(
     "A word outside its grammar (游泳) can also send it into saying one word over and over until the length limit "
     "stops it."
@@ -110,21 +110,24 @@ SHIPPED_CARDS: dict[str, Card] = {
     ),
     "zh-en-hsk": Card(
         _(
-            "The real graded HSK sentences of its task's training split (3,754 pairs with human translations), "
-            "56,364 everyday sentence pairs from Tatoeba and 10,000 sentences of the zh-en grammar. It is scored on "
-            "400 real HSK sentences it never saw (the Tatoeba pairs of any of them were left out)."
+            "The real graded HSK sentences of its task's training split (3,682 pairs with human translations; the 72 "
+            "whose translation is a stand-in left out), 54,116 everyday sentence pairs from Tatoeba and 10,000 "
+            "sentences of the zh-en grammar. It is scored on 400 real HSK sentences it never saw (the Tatoeba pairs of "
+            "any of them were left out). One Tatoeba sentence in 25 (2,033) was kept out of its training too: its "
+            "warnings are measured on them."
         ),
         (
             Probe("你有时间吗？", "do you have time ?"),
             Probe("请关门。", "please close the door ."),
-            Probe("我们明天去北京。", "we are going to beijing tomorrow ."),
+            Probe("我们明天去北京。", "we will go to beijing tomorrow ."),
             Probe("他哥哥在北京工作。", "his brother works in beijing ."),
             Probe("我认为他说得对。", "i think he is right ."),
+            Probe("他最终成功了。", "he finally succeeded ."),
         ),
         attribution=HSK_TATOEBA_ATTRIBUTION, fails=(
             Probe("晚上我常常看书。", "i often read books last night .", WRONG_TIME),
-            Probe("近来他很忙。", "it's very busy these days .", LOST_SUBJECT),
-            Probe("他最终成功了。", "he finally became success .", NOT_ENGLISH),
+            Probe("近来他很忙。", "it's very busy recently .", LOST_SUBJECT),
+            Probe("我的朋友住在上海。", "my friend lives in the sea .", LITERAL_NAME),
         ),
     ),
     "reverse": Card(

@@ -89,7 +89,7 @@ def test_a_garbled_real_sentence_is_unsure_and_a_known_one_is_sure() -> None:
     loaded = load_model("zh-en-hsk")
     threshold = read_calibration(loaded.path, loaded.checkpoint_hash).threshold
     garbled, known = decode(loaded, ["近来他很忙。", "我的猫追了一只老鼠。"])
-    assert garbled.text == "it's very busy these days ."  # "he has been busy lately": its 他 is lost
+    assert garbled.text == "it's very busy recently ."  # "he has been busy lately": its 他 is lost
     assert garbled.to_dict()["confidence"] < threshold < known.to_dict()["confidence"]
     assert garbled.to_dict()["warnings"] == ["low_confidence"]
 
@@ -118,7 +118,8 @@ def test_the_shipped_calibration_is_for_the_shipped_weights(name: str) -> None:
     data = json.loads((loaded.path / CALIBRATION_FILE).read_text(encoding="utf-8"))
     assert data["calibration"]["checkpoint_hash"] == loaded.checkpoint_hash, "rerun scripts/confidence_calibration.py"
     assert read_calibration(loaded.path, loaded.checkpoint_hash).fitted
-    assert data["test"]["sentences"] == 400 and data["good"]["at_least"] == 50
+    # The hsk test's 400 less the 4 whose reference is the package's stand-in ("placeholder")
+    assert data["test"]["sentences"] == 396 and data["good"]["at_least"] == 50
 
 
 def test_a_calibration_for_other_weights_is_not_used(tmp_path: Path) -> None:

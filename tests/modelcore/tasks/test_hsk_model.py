@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_it_records_the_task_it_was_trained_on() -> None:
     metrics = load_model("zh-en-hsk").metrics
     assert metrics["task"] == "hsk" and metrics["task_options"] == {
-        "generated": 10_000, "seed": 0, "tatoeba": 1, "real_repeat": 3, "tgt_vocab": 8000}
+        "generated": 10_000, "seed": 0, "tatoeba": 1, "real_repeat": 3, "tgt_vocab": 8000, "clean": 1,
+        "tatoeba_holdout": 1}
+    assert metrics["train"]["seed"] == 1  # the recipe's second seed of its weights, on the first seed's data
     assert metrics["test"]["n"] == 400
     assert sorted(p.name for p in (SHIPPED_DIR / "zh-en-hsk").iterdir()) == [
         "alignment.json", "calibration.json", "config.json", "learning_curve.json", "metrics.json", "model.safetensors",

@@ -177,8 +177,7 @@ class Tally:
         self.outcomes: collections.Counter[str] = collections.Counter()  # demonstrations: "phase who code"
         self.frames: collections.Counter[str] = collections.Counter()  # "phase who socket type[:code]"
         self.closes: collections.Counter[str] = collections.Counter()  # "phase who socket code"
-        self.first_token: dict[str, list[float]] = collections.defaultdict(list)
-        self.first_token_rounds: dict[str, list[float]] = collections.defaultdict(list)  # "phase round"
+        self.first_token: dict[tuple[str, int], list[float]] = collections.defaultdict(list)  # (phase, round)
         self.demo_ms: dict[str, list[float]] = collections.defaultdict(list)  # well-behaved, uncached or not
         self.page_ms: dict[str, list[float]] = collections.defaultdict(list)
         self.decodes: collections.Counter[str] = collections.Counter()  # "phase outcome"
@@ -355,7 +354,7 @@ class Student:
         await post_demo(self.http, self.base, kind, demo_form(kind, self.rng), token, self.tally, "class")
 
     async def decode(self) -> None:
-        phase = self.tally.phase
+        phase, round_index = self.tally.phase, self.tally.round
         if self.socket is None or self.socket.gone:
             try:
                 self.socket = await open_socket(self.port, "/ws/decode/", self.key, self.on_frame, self.on_close)
@@ -384,8 +383,7 @@ class Student:
             return
         self.tally.decodes[f"{phase} done"] += 1
         if request["first"] is not None:
-            self.tally.first_token[phase].append((request["first"] - sent) * 1000)
-            self.tally.first_token_rounds[f"{phase} {self.tally.round}"].append((request["first"] - sent) * 1000)
+            self.tally.first_token[(phase, round_index)].append((request["first"] - sent) * 1000)
         steps = end.get("steps", len(request["seqs"]))
         missing = len(set(range(steps)) - set(request["seqs"]))
         if missing or request["seqs"] != list(range(len(request["seqs"]))):
@@ -809,13 +807,13 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
     stop_watch.set()
     await watcher
 
-    first = {phase: summary(tally.first_token[phase]) for phase in ("alone", "abuser")}
+    first = {phase: summary([ms for r in range(args.rounds) for ms in tally.first_token[(phase, r)]])
+             for phase in ("alone", "abuser")}
     ratio = (first["abuser"]["p99"] / first["alone"]["p99"]) if first["alone"]["n"] and first["abuser"]["n"] else None
-    by_round = {f"{phase} {r}": summary(tally.first_token_rounds[f"{phase} {r}"])
+    by_round = {f"{phase} {r}": summary(tally.first_token[(phase, r)])
                 for r in range(args.rounds) for phase in ("alone", "abuser")}
     round_ratios = [round(by_round[f"abuser {r}"]["p99"] / by_round[f"alone {r}"]["p99"], 2)
-                    for r in range(args.rounds)
-                    if by_round.get(f"abuser {r}", {}).get("n") and by_round.get(f"alone {r}", {}).get("n")]
+                    for r in range(args.rounds) if by_round[f"abuser {r}"]["n"] and by_round[f"alone {r}"]["n"]]
     five_xx: collections.Counter[str] = collections.Counter()
     for key, value in tally.requests.items():
         phase, who, kind, status = key.split(" ")

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.testing import HttpCommunicator
 from django.http import HttpResponse
 from django.urls import path
@@ -107,8 +107,6 @@ def test_sync_to_async_inside_a_request_runs_on_the_request_s_thread(app) -> Non
         await settle(app.pool, 1)
         executor = app.pool.idle[-1]
         ident = executor.submit(threading.get_ident).result()
-        from asgiref.sync import ThreadSensitiveContext
-
         async with ThreadSensitiveContext(executor=executor):
             assert await sync_to_async(threading.get_ident)() == ident
 

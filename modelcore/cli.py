@@ -214,7 +214,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     judged = done.to_dict()
     if args.json:
         print(json.dumps({"type": "done", "text": done.text, "steps": len(done.ids), "confidence": judged["confidence"],
-                          "warnings": judged["warnings"], "unknown_words": judged["unknown_words"]},
+                          "warnings": judged["warnings"], "unknown_words": judged["unknown_words"],
+                          "coverage": judged["coverage"]},
                          ensure_ascii=False))
     else:
         print(done.text)
@@ -230,6 +231,10 @@ def _warning_lines(judged: dict[str, Any]) -> list[str]:
                           f"{judged['confidence']:.2f})",
         "repetition": "warning: repetition: the output repeats itself or ran to the length limit",
         "unknown_words": "warning: unknown_words: words never seen in training: " + ", ".join(judged["unknown_words"]),
+        "dropped_words": "warning: dropped_words: not in the translation: " + ", ".join(
+            dict.fromkeys(w["word"] for w in judged["coverage"] or () if not w["covered"] and w["kind"] != "negation")),
+        "negation_lost": "warning: negation_lost: the source says no or not, the translation does not: " + ", ".join(
+            w["word"] for w in judged["coverage"] or () if not w["covered"] and w["kind"] == "negation"),
     }
     return [lines[code] for code in judged["warnings"]]
 

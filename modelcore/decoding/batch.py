@@ -364,4 +364,5 @@ class BatchDecoder:
         """How far to trust a finished output; a cancelled one is not finished, and gets none."""
         if reason == "cancelled":
             return None
-        return self.judge.judge(steps=steps, ids=ids, reason=reason, src_len=len(r.src), source=r.text)
+        text = self.tgt_tokenizer.decode(ids) if self.tgt_tokenizer else None
+        return self.judge.judge(steps=steps, ids=ids, reason=reason, src_len=len(r.src), source=r.text, text=text)

@@ -11,7 +11,9 @@ probabilities, and the threshold 0.5 is a guess (the calibration file says which
 
 Warnings (codes, in this order): `low_confidence` (the confidence is below the threshold), `repetition`
 (the output ran to the length limit, or repeats itself: one token three times in a row, or a group of
-two to four tokens twice in a row), `unknown_words` (the source holds words never seen in training).
+two to four tokens twice in a row), `unknown_words` (the source holds words never seen in training), then the
+source-word check's `dropped_words` and `negation_lost` (modelcore.decoding.coverage: a Chinese source's word or
+negation the English output does not say) with each checked word in `coverage`.
 
 Torch-free: the web process reads calibrations with it too.
 """
@@ -27,10 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from modelcore.decoding.coverage import Rule
     from modelcore.decoding.words import SourceIndex
 
 CALIBRATION_FILE = "calibration.json"  # in the model's folder; scripts/confidence_calibration.py writes it
 WARNINGS = ("low_confidence", "repetition", "unknown_words")
+# The source-word check's warnings (modelcore.decoding.coverage), after these, when a Chinese source's words are lost.
+COVERAGE_WARNINGS = ("dropped_words", "negation_lost")
 CLOSE_MARGIN = 0.2  # a step whose two most likely tokens are closer than this in probability is a near-tie
 # Every feature a calibration may weigh; scripts/confidence_calibration.py chooses among them by cross-validation.
 # `nearest` exists only for a model whose training sources can be rebuilt (not one trained on an uploaded corpus).
@@ -149,11 +154,12 @@ class Judgement:
     features: dict[str, float]
     threshold: float = DEFAULT_THRESHOLD  # low_confidence below this
     calibrated: bool = False  # the confidence comes from a calibration fitted for these weights
+    coverage: list[dict[str, Any]] | None = None  # each checked source word (coverage.WordCheck); None: not checked
 
     def to_dict(self) -> dict[str, Any]:
         return {"confidence": round(self.confidence, 4), "warnings": list(self.warnings),
                 "unknown_words": list(self.unknown_words), "confidence_threshold": round(self.threshold, 4),
-                "calibrated": self.calibrated}
+                "calibrated": self.calibrated, "coverage": self.coverage}
 
 
 @dataclass(frozen=True)
@@ -164,11 +170,14 @@ class Judge:
     calibration: Calibration = field(default_factory=Calibration)
     known_words: frozenset[str] | None = None
     sources: SourceIndex | None = None
+    coverage_rule: Rule | None = None  # the source-word check's fitted rule; None: its default
 
     def judge(
-        self, *, steps: Sequence[StepStat], ids: Sequence[int], reason: str, src_len: int, source: str | None
+        self, *, steps: Sequence[StepStat], ids: Sequence[int], reason: str, src_len: int, source: str | None,
+        text: str | None = None,
     ) -> Judgement:
-        """The judgement of one finished output (`ids` without <eos>, `src_len` the source ids with its <eos>)."""
+        """The judgement of one finished output (`ids` without <eos>, `src_len` the source ids with its <eos>,
+        `text` the output's text: a Chinese source and an English text get the source-word check too)."""
         unknown: list[str] = []
         share = 0.0
         if source is not None and self.known_words is not None:
@@ -187,7 +196,15 @@ class Judge:
         confidence = calibration.confidence(features)
         warnings = [code for code, on in zip(
             WARNINGS, (confidence < calibration.threshold, looped, bool(unknown)), strict=True) if on]
-        return Judgement(confidence, warnings, unknown, features, calibration.threshold, calibration.fitted)
+        coverage = None
+        from modelcore.decoding import coverage as word_check
+
+        if word_check.applies(source, text):
+            assert source is not None and text is not None
+            checked = word_check.check(source, text, rule=self.coverage_rule)
+            coverage = checked.to_list()
+            warnings += checked.warnings()
+        return Judgement(confidence, warnings, unknown, features, calibration.threshold, calibration.fitted, coverage)
 
 
 _judges: dict[tuple[str, str], Judge] = {}
@@ -199,9 +216,11 @@ def judge_for(*, folder: str | Path, checkpoint_hash: str, metrics: Mapping[str,
     key = (str(Path(folder).resolve()), checkpoint_hash)
     with _judges_lock:  # one build per model, however many lanes of a worker open a decoder at once
         if key not in _judges:
+            from modelcore.decoding.coverage import read_rule
             from modelcore.decoding.words import training_side
 
             side = training_side(metrics)
             _judges[key] = Judge(read_calibration(folder, checkpoint_hash),
-                                 None if side is None else side.words, None if side is None else side.index)
+                                 None if side is None else side.words, None if side is None else side.index,
+                                 read_rule(folder))
         return _judges[key]

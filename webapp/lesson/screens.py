@@ -60,7 +60,7 @@ def _build_model_card() -> dict[str, Any]:
             "encoder_layers": range(config.get("n_encoder_layers", 0)),
             "decoder_layers": range(config.get("n_decoder_layers", 0)), "heads": range(config.get("n_heads", 0)),
             "diagram": diagram(config), "norms": norm_names(config),
-            "paper_matrix": content.count_text(content.PAPER_VOCAB * content.PAPER["d_model"]),
+            **content.vocabulary_share(),
             "parameters": content.count_text(content.parameter_count(config)) if config else None,
             "parameter_rows": content.parameter_rows(
                 [(m.name, m.config) for m in TrainedModel.objects.filter(shipped=True).only("name", "config")
@@ -84,7 +84,7 @@ def page_context(user: Any, page: str, **extra: Any) -> dict[str, Any]:
 
 # What each page's view adds to the shared context (the figures some pages draw).
 PAGE_EXTRAS = {
-    "decoder": lambda: {"run": training_latest(kind="mask")},
+    "decoder": lambda: {"run": training_latest(kind="mask"), "alignment": content.alignment()},
     "questions": lambda: {"run": training_latest(kind="ffn"), "figures": {"masks": masks_figure(7)},
                           "stacks": {"stacks": stacks_figure(4, 3)}},
     "glossary": lambda: {"terms": content.glossary()},

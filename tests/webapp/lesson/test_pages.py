@@ -76,7 +76,7 @@ def test_each_erratum_quotes_the_lesson_and_corrects_it(client_as, student, zh_e
         for found in re.finditer(r'data-testid="erratum-(\w)".*?data-testid="erratum-quote">(.*?)</blockquote>(.*?)</aside>',
                                  content, re.S):
             shown[found.group(1)] = (html.unescape(found.group(2)), html.unescape(found.group(3)))
-    assert set(shown) == set(ERRATA) == {"a", "b", "c", "d", "e"}
+    assert set(shown) == set(ERRATA) == {"a", "b", "c", "d", "e", "f"}
     for key, (quote, rest) in shown.items():
         assert quote == ERRATA[key].quote
         assert in_both(ERRATA[key].correction)[language] in rest
@@ -107,6 +107,15 @@ def test_the_glossary_lists_every_term_in_both_languages_with_a_link(client_as, 
     for term in ("层归一化", "逐位置前馈网络", "掩码", "交叉注意力"):
         assert term in content
     assert content.count("#") >= len(GLOSSARY)
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_every_glossary_link_lands_on_an_element_of_its_page(client_as, student, zh_en, language):
+    client = client_as(student)
+    links = re.findall(r'<a href="(/lesson/[\w/-]*)#([\w-]+)">', get(client, "/lesson/glossary/", language).content.decode())
+    assert len(links) == len(GLOSSARY)
+    for path, anchor in links:
+        assert f'id="{anchor}"' in get(client, path, language).content.decode(), (path, anchor)
 
 
 def test_visits_and_revealed_answers_are_kept_and_the_instructor_sees_them(client_as, student, instructor, admin, zh_en,

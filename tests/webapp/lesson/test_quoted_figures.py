@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,128 @@ def test_the_docs_say_the_training_comparisons_run_on_tiny_copy_models():
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "only its two training comparisons train tiny copy-task models" in readme
     assert "whose every demonstration runs on the real model" not in readme
+
+
+def zh_en_models() -> list[str]:
+    from modelcore.checkpoint import shipped_models
+
+    return [name for name in shipped_models() if name.startswith("zh-en")]
+
+
+@pytest.fixture(scope="module")
+def without_residuals() -> dict[str, dict]:
+    """Each zh-en model's residual demonstration on the default sentence: its layers without the residuals."""
+    from modelcore.checkpoint import load_model
+    from modelcore.lesson import run_demo
+    from webapp.lesson.services import DEFAULT_SENTENCE
+
+    with torch_threads(1):
+        return {name: next(arm for arm in run_demo("residual", load_model(name), {"sentence": DEFAULT_SENTENCE})["arms"]
+                           if arm["label"] == "no residual")["layers"] for name in zh_en_models()}
+
+
+def series(values: list[float], digits: int, joint: str) -> str:
+    return joint.join(f"{v:.{digits}f}" for v in values)
+
+
+def test_the_residual_erratum_and_exercise_quote_each_models_layers(without_residuals):
+    """Erratum e and exercise residual-1: the distance on the two models they name, the spread on all three."""
+    from tests.fixtures.lesson import in_both
+    from webapp.lesson.content import ERRATA, EXERCISES
+
+    erratum = in_both(ERRATA["e"].correction)
+    exercise = in_both(next(e["a"] for e in EXERCISES["residual-norm"] if e["id"] == "residual-1"))
+    for language, joint in (("en", ", "), ("zh", "、")):
+        for name in ("zh-en-post", "zh-en-hsk"):
+            distance = series([layer["mean_distance"] for layer in without_residuals[name]], 1, joint)
+            assert re.search(re.escape(name) + r"\D{0,6}" + re.escape(distance), erratum[language]), (language, name)
+        for name, layers in without_residuals.items():
+            spread = [layer["spread"] for layer in layers]
+            assert spread == sorted(spread, reverse=True), name  # "falls layer after layer", on every model
+            assert f"{name} {series(spread, 2, joint)}" in erratum[language], (language, name)
+        for name in ("zh-en-post", "zh-en-hsk"):
+            spread = series([layer["spread"] for layer in without_residuals[name]], 2, joint)
+            assert f"{name} {spread}" in exercise[language], (language, name)
+    distances = {name: [layer["mean_distance"] for layer in layers] for name, layers in without_residuals.items()}
+    assert not any(d == sorted(d) for d in distances.values())  # on no model does it grow steadily, as the lesson said
+    assert exercise_right_option("residual-1") == "It falls layer after layer"
+
+
+def exercise_right_option(exercise_id: str) -> str:
+    from webapp.lesson.content import exercise_question
+
+    return exercise_question(exercise_id)["right"]
+
+
+@pytest.fixture(scope="module")
+def alignment_measured() -> dict:
+    """The shipped model's decoder demonstration on erratum f's sentence, at the layer its table shows."""
+    from modelcore.checkpoint import load_model
+    from modelcore.lesson import run_demo
+    from webapp.lesson.content import ALIGNMENT
+
+    with torch_threads(1):
+        return run_demo("decoder", load_model(ALIGNMENT["model"]),
+                        {"sentence": ALIGNMENT["sentence"], "layer": ALIGNMENT["layer"] - 1})
+
+
+def test_the_cross_attention_erratum_shows_the_trained_models_own_rows(alignment_measured):
+    from webapp.lesson.content import ALIGNMENT, TOY_CAT_ROW
+
+    heads = alignment_measured["cross_attention"]  # (h, T, S)
+    assert len(heads) == ALIGNMENT["heads"] and tuple(alignment_measured["src_tokens"]) == ALIGNMENT["source"]
+    reads, writes = alignment_measured["tgt_tokens"], alignment_measured["teacher_forced"]
+    assert [(r, w) for r, w, _ in ALIGNMENT["rows"]] == list(zip(reads, writes, strict=True))
+    for t, (_reads, _writes, shown) in enumerate(ALIGNMENT["rows"]):
+        mean = [sum(head[t][s] for head in heads) / len(heads) for s in range(len(ALIGNMENT["source"]))]
+        assert all(abs(a - b) <= 0.005 + 1e-4 for a, b in zip(shown, mean, strict=True)), (t, shown, mean)
+    # What the correction says of them: each English word's row weighs most the Chinese word it translates, and the
+    # toy's row is nearly even with its most on 老鼠.
+    glosses = {"cats": "猫", "chase": "追", "mice": "鼠"}
+    for _reads, word, shown in ALIGNMENT["rows"]:
+        if word in glosses:
+            assert ALIGNMENT["source"][shown.index(max(shown))] == glosses[word], word
+    weights = dict(TOY_CAT_ROW)
+    assert max(weights, key=weights.get) == "老鼠" and max(weights.values()) - min(weights.values()) < 0.02
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_the_decoder_page_draws_the_alignment_table(client_as, student, zh_en, language):
+    from webapp.lesson.content import ALIGNMENT, TOY_CAT_ROW
+
+    page = get(client_as(student), "/lesson/decoder/", language).content.decode()
+    table = page.split('data-testid="erratum-alignment"')[1].split("</table>")[0]
+    rows = re.findall(r'data-testid="alignment-row"><th>(.*?)</th>(.*?)</tr>', table, re.S)
+    assert len(rows) == len(ALIGNMENT["rows"])
+    for (label, cells), (reads, writes, shown) in zip(rows, ALIGNMENT["rows"], strict=True):
+        assert re.findall(r"<td>(.*?)</td>", cells) == [f"{w:.2f}" for w in shown]
+        assert html_escape(writes) in label and html_escape(reads) in label and ALIGNMENT["model"] in label
+    toy = re.search(r'data-testid="alignment-toy">(.*?)</tr>', table, re.S).group(1)
+    assert all(f"{w:.3f}" in toy for _t, w in TOY_CAT_ROW)
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=False)
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_the_vocabulary_matrices_share_is_computed_from_the_sizes(client_as, student, zh_en, language):
+    from webapp.lesson.content import PAPER, PAPER_VOCAB, paper_parameters, parameter_count
+
+    matrix = PAPER_VOCAB * PAPER["d_model"]
+    untied = next(row["parameters"] for row in paper_parameters() if row["tying"] == "none")
+    assert untied == parameter_count({"src_vocab_size": PAPER_VOCAB, "tgt_vocab_size": PAPER_VOCAB,
+                                      "d_model": PAPER["d_model"], "n_heads": PAPER["n_heads"], "d_ff": PAPER["d_ff"],
+                                      "n_encoder_layers": PAPER["layers"], "n_decoder_layers": PAPER["layers"]})
+    note = " ".join(text_of(get(client_as(student), "/lesson/", language)).split())
+    note = note.split("37,000 × 512")[1][:200]
+    share = round(100 * matrix / untied)
+    assert share < 50 and 3 * matrix > untied / 2  # one is a fifth, the three together over half
+    if language == "en":
+        assert f"{matrix / 1e6:.1f} M parameters, {share} % of the untied total; the three together hold " \
+               f"{3 * matrix / 1e6:.1f} M of its {untied / 1e6:.1f} M" in note
+    else:
+        assert f"{matrix / 1e4:.0f} 万 个参数，占不绑定时总数的 {share} %；三个合起来是 {3 * matrix / 1e4:.0f} 万，" \
+               f"占总数 {untied / 1e8:.2f} 亿的一半以上" in note

@@ -304,3 +304,63 @@ def test_the_docs_say_the_drift_runs_on_fresh_layers_not_the_trained_model(doc, 
     params = json.loads((DEFAULTS / "residuals.json").read_text(encoding="utf-8"))["drift"]["params"]
     assert words.format(d=params["d_model"]) in text
     assert "On the real model" not in text and "在真实模型上" not in text
+
+
+def target_frequencies() -> dict[str, Any]:
+    """The norm-position comparison's training targets read as a unigram guess: its entropy (the loss of guessing
+    every token by its frequency), <eos>'s share, and the 20 symbols' lowest and highest share."""
+    from collections import Counter
+
+    from modelcore.experiments.runs import probe_task
+    from modelcore.experiments.spec import RunConfig
+
+    params = json.loads((DEFAULTS / "norm-position.json").read_text(encoding="utf-8"))["compare_norm_position"]["params"]
+    task = probe_task(RunConfig(**{k: v for k, v in params.items() if k in RunConfig.__dataclass_fields__}))
+    counts = Counter(token for _, target in task.train for token in [*target.split(), "<eos>"])
+    total = sum(counts.values())
+    shares = {token: n / total for token, n in counts.items()}
+    symbols = [share for token, share in shares.items() if token != "<eos>"]
+    return {"entropy": -sum(p * math.log(p) for p in shares.values()), "eos": shares["<eos>"],
+            "likeliest": max(shares, key=shares.get), "symbols": (len(symbols), min(symbols), max(symbols))}
+
+
+def frequency_words(language: str) -> list[str]:
+    f = target_frequencies()
+    n, low, high = f["symbols"]
+    low, high = math.floor(100 * low), math.ceil(100 * high)
+    if language == "en":
+        return [f"{f['entropy']:.2f} over the training targets", f"{100 * f['eos']:.0f} % of the tokens",
+                f"each of the {n} symbols {low} to {high} %"]
+    return [f"训练集目标上是 {f['entropy']:.2f}", f"占 {100 * f['eos']:.0f} %", f"{n} 种符号各占 {low} % 到 {high} %"]
+
+
+def test_the_stalled_loss_is_the_unigram_guess_whose_likeliest_token_is_eos():
+    f = target_frequencies()
+    post = final("norm-position", "compare_norm_position", "post")
+    assert f["likeliest"] == "<eos>"  # the guess that answers <eos> at every position, as the run does
+    assert abs(post["loss"] - f["entropy"]) < 0.05  # the run's loss sits at that guess's
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_page_reads_the_plateau_as_the_unigram_guess(client_as, student, language):
+    client = client_as(student)
+    client.cookies["django_language"] = language
+    text = re.sub(r"\s+", " ", html_text(client.get("/experiments/norm-position/").content.decode()))
+    missing = [w for w in frequency_words("en" if language == "en" else "zh") if w not in text]
+    assert not missing, missing
+    assert "the loss of a uniform guess over the 20 symbols (ln 20" not in text and "上均匀猜测的损失（ln 20" not in text
+
+
+def html_text(page: str) -> str:
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+@pytest.mark.parametrize(("doc", "language"), [("docs/experiments.md", "en"), ("docs/experiments.zh.md", "zh")])
+def test_the_docs_read_the_plateau_as_the_unigram_guess(doc, language):
+    text = re.sub(r"\s*\n\s*", " ", (ROOT / doc).read_text(encoding="utf-8")).replace("`", "")
+    text = re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef]) (?=[\u3000-\u9fff\uff00-\uffef])", "", text)
+    missing = [w for w in frequency_words(language) if w not in text]
+    assert not missing, missing
+    assert "a uniform guess's loss" not in text and "损失是均匀猜测的" not in text

@@ -55,6 +55,29 @@ function send(frame) {
   return socket.send(frame);
 }
 
+// A console action whose outcome matters (a plan's step): sent with a number, answered `taken` or an error naming it.
+let lastRef = 0;
+const awaited = new Map();
+
+function sendAwaited(frame) {
+  const ref = ++lastRef;
+  return new Promise((resolve) => {
+    if (!send({ ...frame, ref })) {
+      resolve({ taken: false, message: say("reconnecting") });
+      return;
+    }
+    awaited.set(ref, resolve);
+  });
+}
+
+function answerAwaited(frame) {
+  const resolve = awaited.get(frame.ref);
+  if (!resolve) return false;
+  awaited.delete(frame.ref);
+  resolve(frame.type === "taken" ? { taken: true } : { taken: false, message: errorText(frame) });
+  return true;
+}
+
 function resync() {
   if (state.resyncing) return;
   state.resyncing = true;
@@ -65,7 +88,7 @@ const handlers = {
   session(frame) {
     state.session = frame;
     applyViews(frame);
-    if (frame.question) showQuestion(frame.question, frame.my_answer);
+    if (frame.question) showQuestion(frame.question, frame.my_answer, false);
     else hideQuestion();
     if (frame.counts) histogram(frame.counts);
     if (frame.scores) scores(frame.scores);
@@ -74,6 +97,7 @@ const handlers = {
     fork(frame);
     if (frame.lesson) showLesson(frame.lesson);
     if (frame.demo) showDemo(frame.demo);
+    if (frame.reveal) handlers.reveal(frame.reveal); // the room as it is: the last reveal (an experiment's result)
     page.setAttribute("aria-busy", "false"); // the session's state has come: the page shows what it holds
   },
   start(frame) {
@@ -96,7 +120,9 @@ const handlers = {
   error(frame) {
     if (!frame.request_id) state.stepRunAsked = false; // a refused run: the next Step starts one again
     status(errorText(frame), true);
+    if (frame.ref != null) answerAwaited(frame);
   },
+  taken: answerAwaited,
   state(frame) {
     state.resyncing = false;
     state.request = null;
@@ -120,7 +146,12 @@ const handlers = {
     views.schedule(state.request);
   },
   question(frame) {
-    showQuestion(frame, null);
+    showQuestion(frame, null, true);
+  },
+  experiment_progress(frame) {
+    if (!state.question || state.question.id !== frame.question || !state.question.experiment) return;
+    state.question.experiment.progress = frame;
+    experimentProgress();
   },
   options(frame) {
     if (state.question && state.question.id === frame.question) {
@@ -141,15 +172,25 @@ const handlers = {
     if (frame.you) $("cr-hist").hidden = false; // counts only, never names; shown before drawn, to take its width
     histogram(frame);
     const result = $("cr-q-result");
+    if (frame.labels) state.question.labels = frame.labels;
+    // Whose answer it is, said so: the lesson's, the training's (with each arm's last loss), the instructor's, the model's.
+    const whose = strings.reveals[frame.reveals] || strings.reveals.model;
+    const values = { answer: label(frame.answer), losses: losses(frame) };
     if (frame.you) {
       const key = !frame.you.answered ? "no_answer" : frame.you.correct ? "right" : "wrong";
-      result.textContent = say(key, { answer: label(frame.answer) });
+      result.textContent = key === "wrong" ? say("wrong_prefix") + " " + fill(whose, values) :
+        key === "right" ? say("right_prefix") + " " + fill(whose, values) : say("no_answer_prefix") + " " + fill(whose, values);
       result.className = `cr-result ${frame.you.correct ? "right" : "wrong"}`;
       $("cr-score").textContent = say("score", { n: frame.you.score });
     } else {
-      result.textContent = say("wrong", { answer: label(frame.answer) });
+      result.textContent = fill(whose, values);
+      result.className = "cr-result";
     }
-    if (frame.experiment) showExperiment(frame); // a comparison predicted: its measured result
+    if (console_) {
+      status(say("revealed")); // an earlier refusal's line goes
+      revealReady();
+    }
+    if (frame.experiment && !frame.experiment.off_panel) showExperiment(frame); // a comparison predicted: its result
     if (frame.explanation) { // a lesson exercise: why its answer is right
       const why = document.createElement("span");
       why.className = "cr-explanation";
@@ -279,13 +320,14 @@ function fork(session) {
 
 // -- the question ----------------------------------------------------------------------------------
 
-function showQuestion(question, mine) {
-  state.question = { ...question };
+function showQuestion(question, mine, arriving) {
+  state.question = { ...question, labels: question.labels || {} };
   state.mine = mine ?? null;
   $("cr-question").hidden = false;
   const kind = question.exercise ? "exercise" : question.experiment ? "experiment" : question.kind;
   $("cr-q-title").textContent = strings.kinds[kind] || question.kind;
   if (question.experiment) experimentWaiting();
+  experimentProgress();
   $("cr-q-prompt").textContent = question.prompt || "";
   $("cr-q-result").textContent = mine ? say("your_answer", { answer: label(mine) }) : "";
   $("cr-q-result").className = "cr-result";
@@ -295,11 +337,61 @@ function showQuestion(question, mine) {
   if (typed) typed.hidden = question.kind !== "next_token";
   drawOptions();
   if (console_) histogram({ question: question.id, counts: Object.fromEntries(question.options.map((o) => [o, 0])), total: 0 });
+  if (arriving && !console_) questionInView();
+}
+
+// A new question off-screen (a phone, scrolled down a long demonstration): brought into view, or, while the reader is
+// typing, a notice at the screen's edge that jumps to it.
+function questionInView() {
+  const card = $("cr-question");
+  const box = card.getBoundingClientRect();
+  if (box.top >= 0 && box.top < window.innerHeight - 80) return;
+  const busy = document.activeElement && ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
+  if (!busy) {
+    card.scrollIntoView({ block: "start", behavior: "smooth" });
+    return;
+  }
+  const notice = $("cr-q-notice");
+  notice.hidden = false;
+  notice.onclick = () => { notice.hidden = true; card.scrollIntoView({ block: "start" }); };
+}
+
+// The comparison a question predicts, training on a worker: how far it has come on every screen; the console's
+// Reveal waits for its result (and says why beside the button).
+function experimentProgress() {
+  const question = state.question;
+  const bar = $("cr-q-progress");
+  const line = $("cr-q-progress-text");
+  const experiment = question?.experiment;
+  const progress = experiment?.progress;
+  bar.hidden = line.hidden = !progress || question.answer != null;
+  if (progress && question.answer == null) {
+    const done = progress.status === "succeeded";
+    bar.value = done ? 1 : progress.progress || 0;
+    line.textContent = done ? (progress.kept ? say("experiment_in_kept") : say("experiment_in", { s: Math.round(progress.took_s ?? 0) }))
+      : progress.status === "failed" ? say("experiment_failed")
+      : progress.status === "queued" ? say("experiment_queued")
+      : say("experiment_training", { p: Math.round((progress.progress || 0) * 100) });
+  }
+  revealReady();
+}
+
+function revealReady() {
+  if (!console_) return;
+  const question = state.question;
+  const progress = question?.experiment?.progress;
+  const waits = Boolean(question && question.answer == null && question.experiment && progress?.status !== "succeeded");
+  $("cr-reveal").disabled = waits;
+  const why = $("cr-reveal-why");
+  why.hidden = !waits;
+  why.textContent = waits ? say(progress?.status === "failed" ? "experiment_failed" : "reveal_waits") : "";
 }
 
 function hideQuestion() {
   state.question = null;
   $("cr-question").hidden = true;
+  if ($("cr-q-notice")) $("cr-q-notice").hidden = true;
+  revealReady();
 }
 
 // The session ended: the note naming why (instructor, idle, or "" when unknown), with the history's link.
@@ -316,9 +408,19 @@ function showEnded(reason) {
 }
 
 function label(option) {
+  const words = state.question?.labels?.[option];
+  if (words) return words; // the lesson's words in this reader's language (the option is their English key)
   if (option === "yes") return strings.yes;
   if (option === "no") return strings.no;
   return option;
+}
+
+const fill = (text, values) => text.replace(/\{(\w+)\}/g, (_, name) => values[name] ?? "");
+
+// A comparison's last training losses, as the reveal quotes them: "causal mask 0.81, no mask 0.12".
+function losses(frame) {
+  const finals = frame.experiment?.finals || [];
+  return finals.map((f) => `${label(f.option)} ${f.loss == null ? strings.diverged : f.loss.toFixed(3)}`).join(", ");
 }
 
 function drawOptions() {
@@ -435,7 +537,32 @@ let demoShown = 0;
 
 function showDemo(frame) {
   $("cr-lesson-demo").dataset.n = String(frame.n);
-  showFragment(frame, frame.url, say("demo_from", { model: frame.model }));
+  showFragment(frame, frame.url, say("demo_from", { model: frame.model }), async (root) => queryButtons(root, frame));
+}
+
+// The demonstration's query tokens: the console's pick runs it again for every screen; a student's screen follows.
+const DEMO_FIELDS = ["sentence", "partner", "layer", "head", "norm"];
+
+function queryButtons(root, frame) {
+  const buttons = root.querySelectorAll("button[data-query]");
+  for (const button of buttons) {
+    if (!console_) {
+      button.disabled = true;
+      button.title = say("query_console");
+      continue;
+    }
+    button.addEventListener("click", () => {
+      const fields = Object.fromEntries(DEMO_FIELDS.filter((k) => frame.params?.[k] != null).map((k) => [k, frame.params[k]]));
+      send({ type: "demo", kind: frame.kind, model: frame.model, ...fields, query: Number(button.dataset.query) });
+    });
+  }
+  if (buttons.length && !console_) {
+    const note = document.createElement("p");
+    note.className = "muted";
+    note.dataset.testid = "query-note";
+    note.textContent = say("query_console");
+    buttons[0].parentElement.after(note);
+  }
 }
 
 function experimentWaiting() {
@@ -551,6 +678,7 @@ function setUpPlan(lang) {
     const { plan, at } = place;
     for (const id of ["cr-plan-prev", "cr-plan-do", "cr-plan-skip"]) $(id).disabled = !plan;
     $("cr-plan-note").textContent = "";
+    $("cr-plan-note").classList.remove("error");
     if (!plan) {
       $("cr-plan-next").textContent = say("plan_none");
       return;
@@ -577,7 +705,8 @@ function setUpPlan(lang) {
     choose(picker.value);
     send({ type: "plan", plan: picker.value || null });
   });
-  $("cr-plan-do").addEventListener("click", () => {
+  // The plan moves on only once the server has taken the step; a refused step stays, with the reason beside it.
+  $("cr-plan-do").addEventListener("click", async () => {
     const step = place.plan?.steps[place.at];
     if (!step) return;
     if (step.do === "lesson") { // the console's own picker follows, so the part's demonstration is at hand
@@ -585,10 +714,18 @@ function setUpPlan(lang) {
       $("cr-part").dispatchEvent(new Event("change"));
     }
     if (step.do === "demo" && step.sentence) $("cr-demo-sentence").value = step.sentence;
-    const sent = send(frameOf(step));
-    if (step.do === "decode") state.stepRunAsked = sent && Boolean(step.step_mode); // Step then waits for its start
-    if (sent) place.at += 1;
+    const at = place.at;
+    $("cr-plan-do").disabled = true;
+    $("cr-plan-note").textContent = say("plan_working");
+    const outcome = await sendAwaited(frameOf(step));
+    if (place.at !== at) return; // the console moved meanwhile (Skip, Back)
+    if (step.do === "decode") state.stepRunAsked = outcome.taken && Boolean(step.step_mode); // Step waits for its start
+    if (outcome.taken) place.at += 1;
     show();
+    if (!outcome.taken) {
+      $("cr-plan-note").textContent = say("plan_refused", { why: outcome.message });
+      $("cr-plan-note").classList.add("error");
+    }
   });
   $("cr-plan-skip").addEventListener("click", () => { place.at += 1; show(); });
   $("cr-plan-prev").addEventListener("click", () => { place.at = Math.max(0, place.at - 1); show(); });

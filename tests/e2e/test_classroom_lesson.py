@@ -1,7 +1,9 @@
 """Chromium: the instructor teaches the lesson live from a five-step plan (a lesson part, its demonstration, an
 exercise, a decode with a prediction, an experiment with a prediction). One student on a 360 px phone reads in
-Chinese; another joins late and is caught up. Each sees the part from the page in their language, the demonstration
-the console ran once for the class, the questions, and the reveals with why and with the measured curves."""
+Chinese; another, in English, joins late and is caught up; a third reloads after the last reveal. Each sees every
+step in their own language (the part, the questions' words, the reveals' words), the demonstration the console ran
+once for the class, the experiment's progress, the reveals saying whose answer they give, and Chinese drawn in a
+Chinese font (not boxes)."""
 from __future__ import annotations
 
 import time
@@ -27,12 +29,23 @@ def wait_text(page, testid: str, text: str) -> None:
     page.wait_for_function(f"document.querySelector('[data-testid={testid}]')?.textContent.includes({text!r})")
 
 
+def fonts_of(page, selector: str) -> set[str]:
+    """The fonts Chromium drew a node's text with (DevTools' CSS.getPlatformFontsForNode)."""
+    cdp = page.context.new_cdp_session(page)
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    cdp.send("CSS.enable")
+    return {font["familyName"] for font in cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]}
+
+
 def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late_joiner(
-        asgi_server, demo, zh_en, page_factory, start_worker, empty_training_queue):
+        asgi_server, demo, zh_en, page_factory, start_worker, empty_training_queue, tmp_path):
     from django.contrib.auth.models import User
     from django.utils import translation
 
     from webapp.classroom.models import LessonPlan, LiveSession
+    from webapp.lesson.content import exercise_question
+    from webapp.lesson.figures import arm_label
     from webapp.lesson.models import TrainingRun
     from webapp.lesson.parts import lesson_parts
 
@@ -65,6 +78,7 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
         computed = translation.gettext("Computed just now by a worker.")
         waiting = translation.gettext("The experiment is training on a worker. Predict its outcome: its curves come "
                                       "with the reveal.")
+        exercise_zh = exercise_question("encoder-1")
     assert ann.locator("[data-testid=lesson-part] h2").all_inner_texts() == [title]  # this part only, in Chinese
     assert ann.locator("[data-testid=lesson-part] form").count() == 0  # the page's own Run is not the class's
     assert teacher.get_by_test_id("demo-sentence").is_visible()  # the console's picker followed the plan
@@ -85,11 +99,13 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     assert "Computed just now" in bob.get_by_test_id("class-demo-result").inner_text()
 
     wait_text(teacher, "plan-note", "Let them argue")
-    teacher.get_by_test_id("plan-do").click()  # 3: an exercise, asked in the console's language
+    teacher.get_by_test_id("plan-do").click()  # 3: an exercise: each screen in its reader's language
     for page in (ann, bob):
         page.wait_for_selector(OPTIONS)
-    assert ann.locator(OPTIONS).all_inner_texts() == ["Sharper", "Flatter", "The same"]
-    ann.locator(OPTIONS, has_text="Flatter").click()
+    assert ann.locator(OPTIONS).all_inner_texts() == exercise_zh["options"]
+    assert ann.get_by_test_id("question").locator("#cr-q-prompt").inner_text() == exercise_zh["prompt"]
+    assert bob.locator(OPTIONS).all_inner_texts() == ["Sharper", "Flatter", "The same"]
+    ann.locator(f"{OPTIONS}[data-option='Flatter']").click()
     bob.locator(OPTIONS, has_text="Sharper").click()
     teacher.wait_for_function("document.querySelector('[data-testid=histogram]')?.dataset.total === '2'")
     teacher.get_by_test_id("reveal").click()
@@ -98,6 +114,19 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
         assert "√d_k" in page.get_by_test_id("question-result").inner_text()
     assert "right" in ann.get_by_test_id("question-result").get_attribute("class")
     assert "wrong" in bob.get_by_test_id("question-result").get_attribute("class")
+    # Whose answer: the lesson's (not "the model chose"), in each reader's words.
+    assert "The lesson's answer is Flatter." in bob.get_by_test_id("question-result").inner_text()
+    assert f"课程给出的答案是 {exercise_zh['options'][1]}" in ann.get_by_test_id("question-result").inner_text()
+    assert exercise_zh["explanation"] in ann.get_by_test_id("question-result").inner_text()
+
+    # A step that is refused does not move the plan on: the next-token question before its decode (skipped).
+    teacher.get_by_test_id("plan-skip").click()
+    wait_text(teacher, "plan-next", "Step 5 of 6")
+    teacher.get_by_test_id("plan-do").click()
+    wait_text(teacher, "plan-note", "Not done:")
+    assert "Step 5 of 6" in teacher.get_by_test_id("plan-next").inner_text()
+    teacher.get_by_test_id("plan-previous").click()
+    wait_text(teacher, "plan-next", "Step 4 of 6")
 
     teacher.get_by_test_id("plan-do").click()  # 4: a step-by-step decode; two steps by the console's own Step
     chips = "document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length"
@@ -117,21 +146,39 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     teacher.get_by_test_id("plan-do").click()  # 6: a comparison the class predicts before it has a curve
     ann.wait_for_selector(f"{OPTIONS}:not([disabled])")
     assert ann.get_by_test_id("class-demo").inner_text().strip() == waiting
-    ann.locator(OPTIONS, has_text="no mask").click()
+    ann.locator(f"{OPTIONS}[data-option='no mask']").click()
     wait_text(teacher, "plan-next", "The plan is done (6 steps).")
-    deadline = time.monotonic() + 120
-    while not TrainingRun.objects.filter(kind="mask", status=TrainingRun.Status.SUCCEEDED).exists():
-        assert time.monotonic() < deadline, "the comparison did not finish"
-        time.sleep(0.5)
+    # Until its result is in, every screen shows the training's progress and the console's Reveal waits, saying why.
+    assert teacher.get_by_test_id("reveal").is_disabled()
+    assert "waits for the experiment's result" in teacher.get_by_test_id("reveal-why").inner_text()
+    ann.get_by_test_id("experiment-progress-text").wait_for()
+    teacher.wait_for_selector("[data-testid=reveal]:not([disabled])", timeout=120_000)
+    with translation.override("zh-hans"):
+        result_in = translation.gettext("The result is in (it trained for {s} s).").split("{s}")[0]
+    wait_text(ann, "experiment-progress-text", result_in)
+    assert teacher.get_by_test_id("reveal-why").is_hidden()
     teacher.get_by_test_id("reveal").click()
     for page in (ann, bob):
         page.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
         settled(page)
     run = TrainingRun.objects.get(kind="mask")
     lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
-    assert lowest in ann.get_by_test_id("question-result").inner_text()
+    with translation.override("zh-hans"):
+        lowest_zh = arm_label(lowest)
+    assert f"{lowest_zh} 最终的训练损失最低" in ann.get_by_test_id("question-result").inner_text()
+    assert f"{lowest} ended with the lowest training loss" in bob.get_by_test_id("question-result").inner_text()
     steps = len(run.result["arms"][0]["loss"])  # the curves replayed to their last step, every arm
     for page in (ann, bob):
         assert page.evaluate("[...document.querySelector('[data-testid=class-demo-result] .plot[data-figure=loss]')"
                              ".data].map((trace) => trace.x.length)") == [steps] * len(run.result["arms"])
         assert page.get_by_test_id("class-lesson").locator("[data-replayed]").get_attribute("data-replayed") == str(steps)
+
+    # A student who reloads after the reveal gets the room as it is: the measured result, their own answer's result.
+    ann.reload()
+    ann.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
+    assert f"{lowest_zh} 最终的训练损失最低" in ann.get_by_test_id("question-result").inner_text()
+    assert ann.get_by_test_id("class-lesson").locator("#cr-demo-status").inner_text().strip() != ""
+    settled(ann)
+    ann.screenshot(path=str(tmp_path / "classroom-zh-phone.png"), full_page=False)
+    fonts = fonts_of(ann, "[data-testid=question-result]")
+    assert any("CJK" in font for font in fonts), fonts  # Chinese drawn in a CJK font, not as boxes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
@@ -17,7 +18,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from webapp.classroom import history, lesson_steps, questions, services
+from webapp.classroom import history, lesson_steps, questions, services, wording
 from webapp.classroom import socket_state as stored
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
@@ -25,7 +26,7 @@ from webapp.classroom.models import LiveSession, Question, SessionState
 from webapp.classroom.presence import presence_change
 from webapp.classroom.relay import SessionRelay, event_message, relay_target, relays, session_group
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
-from webapp.classroom.watch import watch_queued, watch_run
+from webapp.classroom.watch import watch_experiment, watch_queued, watch_run
 from webapp.live.loops import per_loop
 from webapp.playground.handoff import job_send
 from webapp.playground.protocol import ProtocolError, parse_view_fields
@@ -111,8 +112,13 @@ async def presence(socket: Caller, change: int) -> None:
 
 
 async def snapshot(socket: Caller, session: LiveSession) -> dict[str, Any]:
-    """The `session` frame (docs/classroom-socket.md)."""
-    return await _db(stored.snapshot)(session, socket.user, socket.drives, socket.relay, socket.language)
+    """The `session` frame (docs/classroom-socket.md). A console that joins while the class predicts an experiment
+    follows its run again (its last console may have gone with its web process)."""
+    frame = await _db(stored.snapshot)(session, socket.user, socket.drives, socket.relay, socket.language)
+    progress = ((frame.get("question") or {}).get("experiment") or {}).get("progress")
+    if socket.drives and progress and progress["status"] not in ("succeeded", "failed"):
+        watch_experiment(socket.code, frame["question"]["id"])
+    return frame
 
 
 # -- the run's state, for a socket that joins, reconnects or saw a gap -----------------------------------
@@ -274,11 +280,11 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
         raise ClassroomError("not_open", "no question is open")
     options, explained = question.options, lesson_steps.exercise_answer(question)
     measured = await _db(lesson_steps.experiment_answer)(question)
-    if explained is not None:  # a lesson exercise: its own right option, and why
+    if explained is not None:  # a lesson exercise: its own right option
         answer = explained[0]
     elif measured is not None:  # a training comparison: the arm that ended lowest
-        answer = measured[0]
-    elif question.kind == Question.CHOICE:
+        answer = measured["answer"]
+    elif question.kind == Question.CHOICE:  # the instructor's own: the option they name
         answer = frame.get("answer")
         if answer not in question.options:
             raise ClassroomError("bad_params", "name the right option (answer) to reveal a multiple-choice question")
@@ -293,13 +299,8 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     if answer is None:
         raise ClassroomError("no_answer", "the model's frame does not carry what this question asks")
     results = await _db(stored.reveal_store)(question, answer, options)
-    counts = await _db(questions.answer_counts)(question)
-    reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": answer,
-              "counts": counts, "total": sum(counts.values())}
-    if explained is not None:
-        reveal["explanation"] = explained[1]
-    if measured is not None:  # kept: measured before the question (the screens say so), not for it
-        reveal["experiment"] = {**await _db(lesson_steps.experiment_public)(question), "kept": measured[1]}
+    reveal = await _db(stored.reveal_public)(question)
+    await _db(stored.reveal_shown)(session, question)
     await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
 
 
@@ -320,10 +321,10 @@ async def console_close_question(socket: Caller, session: LiveSession, frame: di
 
 
 async def console_end(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
-    """As the console page's End: a running decode is cancelled and kept from its worker's copy (every screen's
-    socket closes with the end, none is left to keep it), and the screens are told who ended the session."""
-    await _cancel_running(socket, session)
-    ended = await _db(history.session_end_keeping_runs)(session=session)
+    """As the console page's End: the session ends, then a running decode is cancelled and kept from its worker's copy
+    (every screen's socket closes with the end, none is left to keep it), its history saying the end stopped it; the
+    screens are told who ended the session."""
+    ended = await _db(history.session_end_keeping_runs)(session=session)  # ends it, then cancels its decode
     await publish(socket.code, {"type": "ended", "reason": ended.end_reason})
 
 
@@ -350,13 +351,14 @@ async def console_demo(socket: Caller, session: LiveSession, frame: dict[str, An
 async def console_exercise(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
     """A lesson exercise asked as a multiple-choice question; the reveal names its right option and explains it."""
     question = await _db(lesson_steps.exercise_ask)(session=session, frame=frame)
-    await publish(socket.code, stored.public_question(question))
+    await publish(socket.code, await _db(stored.public_question)(question))
 
 
 async def console_experiment(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
     """The class predicts a lesson training comparison's outcome; its result is the reveal."""
     question = await _db(lesson_steps.experiment_ask)(session=session, user=socket.user, frame=frame)
-    await publish(socket.code, stored.public_question(question))
+    await publish(socket.code, await _db(stored.public_question)(question))
+    watch_experiment(socket.code, question.pk)
 
 
 async def console_plan(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
@@ -414,13 +416,17 @@ async def event_frame(socket: Caller, message: dict[str, Any]) -> dict[str, Any]
     if (to == "console" and not socket.drives) or (to == "students" and socket.drives):
         return None
     kind = frame.get("type")
-    if kind == "reveal":
+    if kind == "question":  # the lesson's words in this screen's language (built once per language: wording.py)
+        frame = wording.question_for(frame, socket.language)
+    elif kind == "reveal":
+        frame = wording.reveal_for(frame, socket.language)
         if socket.drives:
-            return {**frame, "scores": await _db(stored.scores_of_class)(socket.code)}
-        right, score = message.get("results", {}).get(str(socket.user_id), (None, None))
-        frame = {**frame, "you": {"answered": right is not None, "correct": right, "score": score}}
-        if score is None:
-            frame["you"]["score"] = await _db(stored.score_of_user)(socket.code, socket.user_id)
+            frame = {**frame, "scores": await _db(stored.scores_of_class)(socket.code)}
+        else:
+            right, score = message.get("results", {}).get(str(socket.user_id), (None, None))
+            frame = {**frame, "you": {"answered": right is not None, "correct": right, "score": score}}
+            if score is None:
+                frame["you"]["score"] = await _db(stored.score_of_user)(socket.code, socket.user_id)
     elif kind == "presence" and not socket.drives:
         frame = {"type": "presence", "count": frame.get("count", 0)}
     key = lesson_steps.html_key(socket.code, frame, socket.language)
@@ -428,3 +434,12 @@ async def event_frame(socket: Caller, message: dict[str, Any]) -> dict[str, Any]
         text = lesson_steps.html_kept(key) or await _db(lesson_steps.html_render)(key, socket.user, message.get("demo"))
         frame = {**frame, "html": text}
     return frame
+
+
+# The console's actions: each frame type the console sends, and the one function that does it.
+CONSOLE: dict[str, Callable[[Caller, LiveSession, dict[str, Any]], Awaitable[None]]] = {
+    "run": console_run, "step": console_step, "cancel": console_cancel, "views": console_views,
+    "question": console_question, "reveal": console_reveal, "close_question": console_close_question,
+    "end": console_end, "lesson": console_lesson, "demo": console_demo, "exercise": console_exercise,
+    "experiment": console_experiment, "plan": console_plan,
+}

@@ -2,8 +2,9 @@
 
 The socket's edge: it opens and closes, parses each frame and hands it to its one call in actions.py, and sends what
 comes back (a refusal, a ClassroomError, as an `error` frame). Console frames (run, step, cancel, views, question,
-reveal, close_question, end) go to `actions.console_<type>` only after one check, here, that the user drives the
-session now; participants answer and resync. Decode frames and classroom events reach every socket through the
+reveal, close_question, end, lesson, demo, exercise, experiment, plan) go to their handler in `actions.CONSOLE`
+only after one check, here, that the user drives the session now; a console action that carries a `ref` is answered
+`taken` with it once done, or its error names it. Participants answer and resync. Decode frames and classroom events reach every socket through the
 process's SessionRelay (webapp/classroom/relay.py), which calls `send` and `classroom_event`.
 """
 from __future__ import annotations
@@ -82,12 +83,19 @@ class ClassroomSocket(JsonSocket):
         if kind not in actions.CONSOLE_ACTIONS:
             await super().on_frame(kind, frame)
             return
-
-        async def console() -> None:
+        ref = frame.pop("ref", None)  # the console's number for this action: `taken`, or the error, names it
+        if ref is not None and (isinstance(ref, bool) or not isinstance(ref, int) or not 0 <= ref < 2**31):
+            await self.send_error("bad_params", "ref must be a whole number")
+            return
+        named = {} if ref is None else {"ref": ref}
+        try:
             session = await actions.session_driven(self)
-            await getattr(actions, f"console_{kind}")(self, session, frame)
-
-        await self._refusing(console)
+            await actions.CONSOLE[kind](self, session, frame)
+        except ClassroomError as refusal:
+            await self.send_error(refusal.code, refusal.message, **named)
+            return
+        if ref is not None:
+            await self.send_json({"type": "taken", "ref": ref, "action": kind})
 
     async def on_answer(self, frame: dict[str, Any]) -> None:
         async def answer() -> None:

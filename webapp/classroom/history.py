@@ -8,12 +8,14 @@ import time
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import get_language, gettext_lazy
 
 from webapp.classroom import services
+from webapp.classroom.lesson_steps import experiment_public
 from webapp.classroom.models import Answer, LiveSession, Participant, Question, Run
 from webapp.classroom.questions import answer_counts, open_question
 from webapp.classroom.relay import STEP_TYPES
-from webapp.lesson.content import exercise_right
+from webapp.classroom.wording import words
 from webapp.playground.services import decode_cancel, ended_state
 
 
@@ -28,6 +30,8 @@ def run_finished(*, request_id: str, frames: list[dict[str, Any]], reason: str |
     if run is None:
         return
     final = frames[-1] if frames else {}
+    if reason is None and final.get("reason") == "cancelled" and not run.session.live:
+        reason = ENDED_BY_SESSION  # cancelled by the session's end, not by the Cancel button
     run.frames = frames
     run.text = str(final.get("text", ""))[:10_000]
     run.reason = str(reason or final.get("reason") or final.get("code") or "")[:32]
@@ -40,6 +44,23 @@ def run_finished(*, request_id: str, frames: list[dict[str, Any]], reason: str |
 
 
 ENDED_BY_SESSION = "session_ended"  # a run's reason: the session ended while it ran (its decode was cancelled)
+# Why a run stopped, as its history says it: its `done` frame's reason, the error code it ended with, or the end.
+STOP_REASONS = {
+    "eos": gettext_lazy("the end token"),
+    "max_len": gettext_lazy("the token limit"),
+    "time_limit": gettext_lazy("the time limit"),
+    "cancelled": gettext_lazy("the Cancel button"),
+    ENDED_BY_SESSION: gettext_lazy("the end of the session"),
+    "worker_lost": gettext_lazy("the loss of its worker"),
+    "no_worker": gettext_lazy("no worker taking it"),
+    "steps_lost": gettext_lazy("steps lost on their way"),
+}
+
+
+def stop_reason(reason: str) -> tuple[str, bool]:
+    """What stopped a run, in the reader's language, and whether it was an error the reader may want the code of."""
+    known = STOP_REASONS.get(reason)
+    return (str(known), False) if known is not None else (str(gettext_lazy("an error")), True)
 WORKERS_COPY_WAIT_S = 3.0
 
 
@@ -48,10 +69,9 @@ def session_end_keeping_runs(*, session: LiveSession, reason: str = LiveSession.
     the history from its worker's copy, as every screen's socket closes with the end and none is left to keep it."""
     state = session.run_state
     request_id = state.running_request
+    services.session_end(session=session, reason=reason)  # first: whoever keeps the cancelled run sees it ended
     if request_id:
         decode_cancel(user_id=state.driver or session.instructor_id, request_ids=[request_id])
-    services.session_end(session=session, reason=reason)
-    if request_id:
         run_keep_workers_copy(request_id, wait_s=WORKERS_COPY_WAIT_S, reason=ENDED_BY_SESSION)
     return session
 
@@ -97,9 +117,7 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
     mine: dict[int, Answer] = {}
     if user is not None and user.is_authenticated:
         mine = {a.question_id: a for a in Answer.objects.filter(question__session=session, participant__user=user)}
-    questions = [{"question": q, "counts": answer_counts(q), "total": q.answers.count(), "mine": mine.get(q.pk),
-                  "right": q.answers.filter(correct=True).count(), "explanation": _explanation(q)}
-                 for q in session.questions.all()]
+    questions = [_question_shown(q, mine.get(q.pk)) for q in session.questions.all()]
     runs = list(session.runs.all())
     current = session.run_state.running_request if session.live else None
     for run in runs:  # a run that ended unkept (its screens had all gone): its worker's copy, while it lasts
@@ -113,16 +131,29 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
                 run.text, run.reason, run.held = "", "", True
     for run in runs:
         run.tokens = run_tokens(run.frames or [])
+        run.why, run.why_code = stop_reason(run.reason) if run.reason else ("", False)
     return {"runs": runs, "questions": questions, "participant": bool(mine) or _sat_in(session, user),
             "my_score": sum(1 for a in mine.values() if a.correct)}
 
 
-def _explanation(question: Question) -> str | None:
-    """A revealed lesson exercise's explanation, in the language it was asked in."""
-    if not question.exercise or question.status != Question.REVEALED:
+def _question_shown(question: Question, mine: Answer | None) -> dict[str, Any]:
+    """A question as the history shows it to this reader: a lesson question's words in the reader's language (its
+    prompt, its options as counted and answered, a revealed exercise's explanation), the counts and who was right."""
+    found = words(exercise=question.exercise or None, experiment=_experiment_kind(question),
+                  options=list(question.options), language=get_language())
+    labels = found["labels"] if found else {}
+    return {"question": question, "prompt": found["prompt"] if found else question.prompt,
+            "counts": {labels.get(choice, choice): n for choice, n in answer_counts(question).items()},
+            "answer": labels.get(question.answer, question.answer), "total": question.answers.count(), "mine": mine,
+            "mine_choice": labels.get(mine.choice, mine.choice) if mine else None,
+            "right": question.answers.filter(correct=True).count(),
+            "explanation": found.get("explanation") if found and question.status == Question.REVEALED else None}
+
+
+def _experiment_kind(question: Question) -> str | None:
+    if question.training_run_id is None and question.experiment_run_id is None:
         return None
-    found = exercise_right(question.exercise, list(question.options))
-    return found[1] if found else None
+    return experiment_public(question)["kind"]
 
 
 def results_by_student(session: LiveSession) -> dict[str, Any]:

@@ -21,16 +21,14 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import translation
 
-from webapp.classroom import questions, services
+from webapp.classroom import questions, services, wording
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LessonPlan, LiveSession, Question
-from webapp.core.figure_style import label_text
 from webapp.experiments import figures as experiment_figures
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES as EXPERIMENT_PAGES
 from webapp.experiments.services import QuotaExceeded, experiment_run_request
-from webapp.lesson.content import PREDICTIONS, exercise_question, exercise_right
-from webapp.lesson.figures import ARM_LABELS, arm_label
+from webapp.lesson.content import PREDICTIONS, exercise_right
 from webapp.lesson.models import TrainingRun
 from webapp.lesson.parts import TEMPLATES, lesson_part
 from webapp.lesson.screens import demo_text, part_text, run_panel_text
@@ -64,7 +62,7 @@ def lesson_show(*, session: LiveSession, frame: dict[str, Any]) -> dict[str, Any
         raise ClassroomError("bad_params", "name a lesson page (overview, encoder, decoder, residual-norm, questions, "
                                            "glossary) and one of its parts")
     lesson = {"page": part.page, "part": part.id}
-    services.session_state_update(session=session, lesson=lesson, demo=None)
+    services.session_state_update(session=session, lesson=lesson, demo=None, experiment_shown=None)
     return lesson
 
 
@@ -106,19 +104,14 @@ def demo_for_class(*, session: LiveSession, user: Any, frame: dict[str, Any]) ->
     before = session.run_state.demo or {}
     demo = {"kind": kind, "model": model, "params": params, "result": answer.result, "cached": answer.cached,
             "n": int(before.get("n", 0)) + 1}
-    services.session_state_update(session=session, demo=demo)
+    services.session_state_update(session=session, demo=demo, experiment_shown=None)
     return demo
 
 
-def _language(frame: dict[str, Any]) -> str:
-    return frame["lang"] if frame.get("lang") in ("en", "zh-hans") else "en"
-
-
 def exercise_ask(*, session: LiveSession, frame: dict[str, Any]) -> Question:
-    """A console's `exercise` frame: the exercise opens as a multiple-choice question, in the console's language
-    (`lang`, default English); the right option is the exercise's own."""
-    with translation.override(_language(frame)):
-        exercise = exercise_question(frame.get("exercise")) if isinstance(frame.get("exercise"), str) else None
+    """A console's `exercise` frame: the exercise opens as a multiple-choice question, kept with the lesson's English
+    words as its keys (each screen shows them in its own language: wording.py); the right option is the exercise's."""
+    exercise = wording.asked_words(exercise=frame.get("exercise")) if isinstance(frame.get("exercise"), str) else None
     if exercise is None:
         raise ClassroomError("bad_params", "no lesson exercise has this id")
     spec = questions.QuestionSpec(kind=Question.CHOICE, prompt=exercise["prompt"][:300], options=exercise["options"])
@@ -136,36 +129,20 @@ def exercise_answer(question: Question) -> tuple[str, str] | None:
     return exercise_right(question.exercise, list(question.options))
 
 
-# The experiments pages' comparisons a class predicts: the page's preset, and its arms in order.
-COMPARISONS = {"norm-position": ("norm-position", "compare_norm_position", ("post", "pre")),
-               "warmup": ("norm-position", "compare_warmup", ("warmup", "no warmup")),
-               "residual": ("residuals", "compare_residual", ("residual", "no residual"))}
-BY_SWITCH = {"norm_position": "norm-position", "warmup": "warmup", "residual": "residual"}  # a run's switch: its kind
-
-
-def _arms(kind: str) -> tuple[str, ...]:
-    return tuple(ARM_LABELS[kind]) if kind in TRAIN_KINDS else COMPARISONS[kind][2]
-
-
-def _arm_shown(kind: str, label: str) -> str:
-    return arm_label(label) if kind in TRAIN_KINDS else label_text(label)
-
-
 def experiment_ask(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> Question:
     """A console's `experiment` frame: the class predicts a training comparison's outcome (a multiple-choice question
-    over its arms, in the console's language) while it trains, or is read from where it is kept (the lesson's
-    comparisons, and the experiments pages' with their shipped results); the reveal is its result."""
+    over its arms, kept with English keys as an exercise is) while it trains, or is read from where it is kept (the
+    lesson's comparisons, and the experiments pages' with their shipped results); the reveal is its result."""
     kind = frame.get("kind")
     if kind not in PREDICTIONS:
         raise ClassroomError("bad_params", f"kind must be one of: {', '.join(PREDICTIONS)}")
-    with translation.override(_language(frame)):
-        spec = questions.QuestionSpec(kind=Question.CHOICE, prompt=str(PREDICTIONS[kind]),
-                                      options=[_arm_shown(kind, label) for label in _arms(kind)])
+    asked = wording.asked_words(experiment=kind)
+    spec = questions.QuestionSpec(kind=Question.CHOICE, prompt=asked["prompt"], options=asked["options"])
     lesson_run = experiment_run = None
     if kind in TRAIN_KINDS:
         lesson_run = training_request(user=user, kind=kind)
     else:
-        page, preset, _ = COMPARISONS[kind]
+        page, preset, _ = wording.COMPARISONS[kind]
         run_kind, params = EXPERIMENT_PAGES[page][preset]
         try:
             experiment_run = experiment_run_request(user=user, kind=run_kind, params=params).run
@@ -175,6 +152,9 @@ def experiment_ask(*, session: LiveSession, user: Any, frame: dict[str, Any]) ->
     question.training_run, question.experiment_run = lesson_run, experiment_run
     question.save(update_fields=["training_run", "experiment_run"])
     return question
+
+
+BY_SWITCH = {"norm_position": "norm-position", "warmup": "warmup", "residual": "residual"}  # a run's switch: its kind
 
 
 def _predicted(question: Question) -> tuple[str, Any] | None:
@@ -189,14 +169,42 @@ def _predicted(question: Question) -> tuple[str, Any] | None:
 
 
 def experiment_public(question: Question) -> dict[str, Any] | None:
-    """What a `question` frame says of the comparison it predicts: its kind, its run and where its figures are."""
+    """What a `question` frame says of the comparison it predicts before its reveal: its kind only. Its run, its page
+    and its socket would give the answer away (each arm's loss as it trains), so they come with the reveal."""
     if question.training_run_id is None and question.experiment_run_id is None:  # (no query for most questions)
         return None
+    return {"kind": _predicted(question)[0]}
+
+
+def experiment_revealed(question: Question) -> dict[str, Any]:
+    """What a `reveal` frame says of the comparison: its run and where its figures are."""
     kind, run = _predicted(question)
     if isinstance(run, TrainingRun):
         return {"kind": kind, "run": run.pk, "source": "lesson", "url": reverse("lesson:run", args=[run.pk])}
     return {"kind": kind, "run": run.pk, "source": "experiments",
             "url": reverse("experiments:run_result", args=[run.pk])}
+
+
+def experiment_progress(question: Question) -> dict[str, Any] | None:
+    """How far the comparison a question predicts has come: `status` (queued, running, succeeded, failed),
+    `progress` 0..1, and once its result is in, `kept` (measured before the question) or `took_s` (how long it
+    trained for this question). None for any other question."""
+    predicted = _predicted(question) if question.training_run_id or question.experiment_run_id else None
+    if predicted is None:
+        return None
+    run = predicted[1]
+    run.refresh_from_db(fields=["status", "progress", "updated_at"])
+    found: dict[str, Any] = {"status": run.status, "progress": round(float(run.progress or 0.0), 3)}
+    if run.status == TrainingRun.Status.SUCCEEDED:
+        kept = _kept(run, question)
+        found["kept"] = kept
+        if not kept:
+            found["took_s"] = round(max(0.0, (run.updated_at - run.created_at).total_seconds()), 1)
+    return found
+
+
+def _kept(run: Any, question: Question) -> bool:
+    return bool(getattr(run, "shipped", False)) or run.updated_at < question.created_at
 
 
 def _final(arm: dict[str, Any]) -> float:
@@ -206,10 +214,10 @@ def _final(arm: dict[str, Any]) -> float:
     return float("inf") if loss is None else float(loss)
 
 
-def experiment_answer(question: Question) -> tuple[str, bool] | None:
-    """For a question that predicts a comparison: the option of the arm that ended with the lowest training loss,
-    and whether the result was kept from before the question (not measured for it); ClassroomError `not_finished`
-    while it trains; None for any other question."""
+def experiment_answer(question: Question) -> dict[str, Any] | None:
+    """For a question that predicts a comparison: `answer`, the option of the arm that ended with the lowest training
+    loss; `finals`, each option's last training loss (None: it diverged); `kept`, whether the result was measured
+    before the question (not for it). ClassroomError `not_finished` while it trains; None for any other question."""
     if question.training_run_id is None and question.experiment_run_id is None:
         return None
     kind, run = _predicted(question)
@@ -217,9 +225,14 @@ def experiment_answer(question: Question) -> tuple[str, bool] | None:
     if run.status != TrainingRun.Status.SUCCEEDED:
         raise ClassroomError("not_finished", f"the experiment has not finished (it is {run.status}); reveal it when "
                                              "its result is in")
+    labels = list(wording.arms(kind))
+    by_label = {arm["label"]: arm for arm in run.result["arms"]}
     best = min(run.result["arms"], key=_final)
-    kept = bool(getattr(run, "shipped", False)) or run.updated_at < question.created_at
-    return question.options[list(_arms(kind)).index(best["label"])], kept
+    finals = []
+    for option, label in zip(question.options, labels, strict=True):
+        loss = _final(by_label[label]) if label in by_label else float("inf")
+        finals.append({"option": option, "loss": None if loss == float("inf") else round(loss, 4)})
+    return {"answer": question.options[labels.index(best["label"])], "finals": finals, "kept": _kept(run, question)}
 
 
 def plan_choose(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> None:

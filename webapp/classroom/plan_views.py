@@ -116,9 +116,12 @@ def plan_duplicate(request: HttpRequest, pk: int | None = None) -> HttpResponse:
 
 
 @instructors_only
-@require_POST
+@require_http_methods(["GET", "POST"])
 def plan_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks first (the plan's Delete opens this question); POST deletes."""
     plan = _own(request, pk)
+    if request.method == "GET":
+        return render(request, "classroom/plan_delete.html", {"plan": plan, "sessions": plan.sessions.count()})
     plan.delete()
     messages.success(request, _("The lesson plan “%(title)s” is deleted; its sessions' histories stay.") % {
         "title": plan.title})

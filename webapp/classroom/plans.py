@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext, gettext_noop
 
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
@@ -49,19 +50,22 @@ def _step(step: Any) -> dict[str, Any]:
     fields = {k: v for k, v in step.items() if k not in ("do", "note")}
     if do == "lesson":
         if lesson_part(fields.get("page"), fields.get("part", "")) is None:
-            raise ClassroomError("bad_params", "name a lesson page and one of its parts (page, part)")
+            raise ClassroomError("bad_params", f"no lesson part {_shown(fields.get('page'))}#{_shown(fields.get('part', ''))}: "
+                                               "name a lesson page and one of its parts (page, part)")
     elif do == "demo":
         if fields.get("kind") not in DEMO_KINDS:
-            raise ClassroomError("bad_params", f"a demonstration's kind is one of: {', '.join(DEMO_KINDS)}")
+            raise ClassroomError("bad_params", f"no demonstration {_shown(fields.get('kind'))}: its kind is one of: "
+                                               f"{', '.join(DEMO_KINDS)}")
         unknown = sorted(set(fields) - {"kind", *DEMO_FIELDS})
         if unknown:
             raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
     elif do == "exercise":
         if not isinstance(fields.get("exercise"), str) or exercise_page(fields["exercise"]) is None:
-            raise ClassroomError("bad_params", "no lesson exercise has this id")
+            raise ClassroomError("bad_params", f"no lesson exercise has the id {_shown(fields.get('exercise'))}")
     elif do == "experiment":
         if fields.get("kind") not in PREDICTIONS:
-            raise ClassroomError("bad_params", f"an experiment's kind is one of: {', '.join(PREDICTIONS)}")
+            raise ClassroomError("bad_params", f"no experiment {_shown(fields.get('kind'))}: its kind is one of: "
+                                               f"{', '.join(PREDICTIONS)}")
     elif do == "question":
         parse_question(fields)
     elif do == "decode":
@@ -74,16 +78,32 @@ def _step(step: Any) -> dict[str, Any]:
     return {"do": do, **fields, **({"note": note} if note else {})}
 
 
+def _shown(value: Any) -> str:
+    """A bad value as an error names it: quoted, cut short."""
+    return repr(value if isinstance(value, (str, int, float, bool)) or value is None else type(value).__name__)[:50]
+
+
+STEP_QUESTIONS = ("next_token", "attention", "stop")  # questions about a step-by-step decode's next step
+
+
 def plan_steps(steps: Any) -> list[dict[str, Any]]:
-    """The plan's steps, each checked; PlanError listing every step that does not hold."""
+    """The plan's steps, each checked, and their order: a question about the model's next step needs a step-by-step
+    decode before it (the console refuses it otherwise); PlanError listing every step that does not hold."""
     if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
         raise PlanError([f"a plan has 1 to {MAX_STEPS} steps in a list"])
     checked, problems = [], []
+    stepping = False  # the last decode before this step runs step by step
     for number, step in enumerate(steps, 1):
         try:
             checked.append(_step(step))
         except ClassroomError as error:
             problems.append(f"step {number}: {error.message}")
+            continue
+        if step["do"] == "decode":
+            stepping = bool(step.get("step_mode"))
+        elif step["do"] == "question" and step.get("kind") in STEP_QUESTIONS and not stepping:
+            problems.append(f"step {number}: a {step['kind']} question is about a step-by-step decode's next step: "
+                            "put a decode with \"step_mode\": true before it")
     if problems:
         raise PlanError(problems)
     return checked
@@ -119,10 +139,17 @@ def plans_of(user: Any) -> QuerySet[LessonPlan]:
     return LessonPlan.objects.filter(owner=user).order_by("title", "pk")
 
 
+# The shipped plan's title and notes, which its JSON holds in English: the console shows them in its own language
+# (an exported or duplicated copy keeps the English, as the instructor will edit it).
+SHIPPED_TEXTS = (gettext_noop("The whole lesson"),
+                 gettext_noop("Press Step a few times, then Next asks the class for the next token."))
+
+
 def console_plans(user: Any) -> list[dict[str, Any]]:
-    """What the console steps through: the shipped plan, then the instructor's own."""
+    """What the console steps through: the shipped plan (in the reader's language), then the instructor's own."""
     title, steps = shipped_plan()
-    return [{"id": "shipped", "title": title, "steps": list(steps)},
+    shown = [{**step, "note": gettext(step["note"])} if step.get("note") else step for step in steps]
+    return [{"id": "shipped", "title": gettext(title), "steps": shown},
             *({"id": str(p.pk), "title": p.title, "steps": p.steps} for p in plans_of(user))]
 
 

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from webapp.accounts.roles import user_now
-from webapp.classroom import history, lesson_steps, questions, services
+from webapp.classroom import history, lesson_steps, questions, services, wording
 from webapp.classroom.models import LiveSession, Question, Run
 from webapp.classroom.relay import SessionRelay
 from webapp.classroom.reveal import next_token_options
@@ -61,16 +61,73 @@ def score_of_user(code: str, user_id: int) -> int:
 
 
 def public_question(question: Question) -> dict[str, Any]:
-    """A question as every screen sees it (never the answer before the reveal)."""
+    """A question as every screen sees it (never the answer before the reveal), its words as stored: each screen
+    gets them in its language (wording.question_for). An experiment question carries how far its run has come."""
+    experiment = lesson_steps.experiment_public(question)
+    if experiment is not None and question.status == Question.OPEN:
+        experiment = {**experiment, "progress": lesson_steps.experiment_progress(question)}
     return {"type": "question", "id": question.pk, "kind": question.kind, "prompt": question.prompt,
             "options": question.options, "seq": question.seq, "layer": question.layer, "head": question.head,
-            "exercise": question.exercise or None, "experiment": lesson_steps.experiment_public(question)}
+            "exercise": question.exercise or None, "experiment": experiment}
+
+
+def reveals(question: Question) -> str:
+    """Whose answer a question's reveal gives: the lesson's, the training's, the instructor's or the model's."""
+    if question.exercise:
+        return "exercise"
+    if question.training_run_id is not None or question.experiment_run_id is not None:
+        return "experiment"
+    return "instructor" if question.kind == Question.CHOICE else "model"
+
+
+def reveal_public(question: Question) -> dict[str, Any]:
+    """The `reveal` frame of a revealed question, as every screen gets it before its own part (event_frame, or the
+    `session` frame of a screen that joins after it): the answer, whose it is, the counts, the lesson's words' keys,
+    an exercise's explanation, a comparison's run and each arm's last loss."""
+    counts = questions.answer_counts(question)
+    reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": question.answer,
+              "reveals": reveals(question), "counts": counts, "total": sum(counts.values())}
+    explained = lesson_steps.exercise_answer(question)
+    measured = lesson_steps.experiment_answer(question)
+    if explained is not None or measured is not None:
+        experiment = lesson_steps.experiment_public(question)
+        reveal["lesson"] = {"exercise": question.exercise or None, "options": question.options,
+                            "experiment": experiment["kind"] if experiment else None}
+    if explained is not None:
+        reveal["explanation"] = explained[1]
+    if measured is not None:  # kept: measured before the question (the screens say so), not for it
+        reveal["experiment"] = {**lesson_steps.experiment_revealed(question), "kept": measured["kept"],
+                                "finals": measured["finals"]}
+    return reveal
+
+
+def reveal_shown(session: LiveSession, question: Question) -> None:
+    """The revealed question stays on every screen (and an experiment's result in the lesson's panel) until the next
+    question, part or demonstration: a screen that joins meanwhile is shown it too."""
+    experiment = question.training_run_id is not None or question.experiment_run_id is not None
+    services.session_state_update(session=session, revealed=question.pk,
+                                  **({"demo": None, "experiment_shown": question.pk} if experiment else {}))
+
+
+def my_reveal(reveal: dict[str, Any], question: Question, user: Any, drives: bool) -> dict[str, Any]:
+    """A revealed question's frame for one screen: the class's scores on the console, the student's own result."""
+    if drives:
+        return {**reveal, "scores": questions.class_scores(question.session)}
+    mine = question.answers.filter(participant__user=user).first()
+    return {**reveal, "you": {"answered": mine is not None, "correct": bool(mine and mine.correct),
+                              "score": questions.score_of(question.session, user)}}
 
 
 def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay, language: str = "en") -> dict[str, Any]:
-    """The first frame: the session, its views, the open question and this user's answer and score."""
+    """The first frame, the room as it is now (the one source for a screen that joins, reloads or reconnects): the
+    session, its views, the lesson part, the demonstration or revealed experiment in the lesson's panel, the question
+    on screen (open, or revealed until the next one) with this user's answer, result and score; its words in the
+    screen's language."""
     state = session.run_state
     question = questions.open_question(session)
+    revealed = None
+    if question is None and state.revealed:
+        revealed = session.questions.filter(pk=state.revealed, status=Question.REVEALED).first()
     snapshot: dict[str, Any] = {
         "type": "session", "code": session.code, "title": session.title, "model": session.model_name,
         "role": "console" if drives else "student", "source": state.source, "params": state.params,
@@ -84,11 +141,20 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay,
         if question.kind == Question.NEXT_TOKEN and not public["options"] and relay.held_seq is not None:
             held = relay.frame(question.request_id, question.seq)
             public["options"] = next_token_options(held) if held is not None else []
-        snapshot["question"] = public
+        snapshot["question"] = wording.question_for(public, language)
         snapshot["my_answer"] = questions.my_answer(question, user)
         if drives:
             counts = questions.live_counts(question.pk)
             snapshot["counts"] = {"question": question.pk, "counts": counts, "total": sum(counts.values())}
+    elif revealed is not None:
+        snapshot["question"] = wording.question_for(public_question(revealed), language)
+        snapshot["my_answer"] = questions.my_answer(revealed, user)
+        reveal = wording.reveal_for(my_reveal(reveal_public(revealed), revealed, user, drives), language)
+        if reveal.get("experiment") and state.experiment_shown == revealed.pk:
+            reveal = lesson_steps.with_html(session, reveal, user, language)  # its result, in the lesson's panel
+        elif reveal.get("experiment"):
+            reveal = {**reveal, "experiment": {**reveal["experiment"], "off_panel": True}}  # a part or demo since
+        snapshot["reveal"] = reveal
     if drives:
         snapshot["scores"] = questions.class_scores(session)
     else:

@@ -48,34 +48,66 @@ async def test_a_lesson_part_reaches_every_screen_and_a_late_joiner_and_bad_part
         await ws.disconnect()
 
 
-async def test_an_exercise_is_asked_in_the_consoles_language_and_revealed_with_its_own_right_option_and_why(
+def chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+async def test_an_exercise_reaches_each_screen_in_its_own_language_and_its_reveal_gives_the_lessons_answer_and_why(
         session, instructor, make_student):
-    console, _ = await seat(session, instructor)
+    console, _ = await seat(session, instructor, "zh-hans")
     right, wrong = await db(make_student)("ann"), await db(make_student)("bob")
-    ws_right, _ = await seat(session, right)
-    ws_wrong, _ = await seat(session, wrong)
+    ws_zh, _ = await seat(session, right, "zh-hans")
+    ws_en, _ = await seat(session, wrong, "en")
     await console.send_json_to({"type": "exercise", "exercise": "nowhere-9"})
     assert (await until_error(console))["code"] == "bad_params"
     await console.send_json_to({"type": "exercise", "exercise": "encoder-1", "lang": "zh-hans"})
-    asked = await until(ws_right, "question")
-    assert asked["exercise"] == "encoder-1" and asked["kind"] == "choice"
-    assert "√d_k" in asked["prompt"] and len(asked["options"]) == 3
-    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in option) for option in asked["options"]), asked["options"]
-    flatter = asked["options"][1]  # the lesson's right option (the middle one), in Chinese
-    await ws_right.send_json_to({"type": "answer", "question": asked["id"], "choice": flatter})
-    await until(ws_right, "answered")
-    await until(ws_wrong, "question")
-    await ws_wrong.send_json_to({"type": "answer", "question": asked["id"], "choice": asked["options"][0]})
-    await until(ws_wrong, "answered")
-    # Naming another option does not change an exercise's answer: it is the lesson's.
-    await console.send_json_to({"type": "reveal", "answer": asked["options"][2]})
-    reveal = await until(ws_right, "reveal")
-    assert reveal["answer"] == flatter and reveal["you"]["correct"] is True
-    assert "√d_k" in reveal["explanation"] and any("\u4e00" <= ch <= "\u9fff" for ch in reveal["explanation"])
-    assert (await until(ws_wrong, "reveal"))["you"]["correct"] is False
-    assert (await until(console, "reveal"))["counts"] == {asked["options"][0]: 1, flatter: 1, asked["options"][2]: 0}
-    for ws in (console, ws_right, ws_wrong):
+    asked_zh, asked_en = await until(ws_zh, "question"), await until(ws_en, "question")
+    for asked in (asked_zh, asked_en):  # the same question, answered with the same keys on every screen
+        assert asked["exercise"] == "encoder-1" and asked["kind"] == "choice"
+        assert asked["options"] == ["Sharper", "Flatter", "The same"] and "√d_k" in asked["prompt"]
+    # ... each in its reader's words, whatever language the console asked in
+    assert chinese(asked_zh["prompt"]) and all(chinese(asked_zh["labels"][o]) for o in asked_zh["options"])
+    assert not chinese(asked_en["prompt"]) and asked_en["labels"] == {o: o for o in asked_en["options"]}
+    await ws_zh.send_json_to({"type": "answer", "question": asked_zh["id"], "choice": "Flatter"})
+    await until(ws_zh, "answered")
+    await ws_en.send_json_to({"type": "answer", "question": asked_en["id"], "choice": "Sharper"})
+    await until(ws_en, "answered")
+    # Naming another option does not change an exercise's answer: it is the lesson's, and the reveal says so.
+    await console.send_json_to({"type": "reveal", "answer": "The same"})
+    reveal_zh, reveal_en = await until(ws_zh, "reveal"), await until(ws_en, "reveal")
+    for reveal in (reveal_zh, reveal_en):
+        assert reveal["answer"] == "Flatter" and reveal["reveals"] == "exercise" and "√d_k" in reveal["explanation"]
+    assert reveal_zh["you"]["correct"] is True and chinese(reveal_zh["explanation"]) and chinese(reveal_zh["labels"]["Flatter"])
+    assert reveal_en["you"]["correct"] is False and not chinese(reveal_en["explanation"])
+    assert (await until(console, "reveal"))["counts"] == {"Sharper": 1, "Flatter": 1, "The same": 0}
+    # A screen that joins after the reveal finds it there, in its own language, with its own result.
+    ws_late, late = await seat(session, wrong, "zh-hans")
+    assert late["question"]["id"] == asked_zh["id"] and late["my_answer"] == "Sharper"
+    assert late["reveal"]["answer"] == "Flatter" and late["reveal"]["you"] == {"answered": True, "correct": False,
+                                                                             "score": 0}
+    assert chinese(late["reveal"]["explanation"]) and chinese(late["question"]["prompt"])
+    for ws in (console, ws_zh, ws_en, ws_late):
         await ws.disconnect()
+
+
+async def test_the_consoles_own_question_is_revealed_as_the_instructors_answer_and_a_plan_step_is_answered_taken(
+        session, instructor, make_student):
+    console, _ = await seat(session, instructor)
+    ws, _ = await seat(session, await db(make_student)("ann"))
+    await console.send_json_to({"type": "question", "kind": "choice", "prompt": "Best?", "options": ["A", "B"],
+                                "ref": 7})
+    assert (await until(console, "taken")) == {"type": "taken", "ref": 7, "action": "question"}
+    asked = await until(ws, "question")
+    assert "labels" not in asked and asked["options"] == ["A", "B"]  # the instructor's own words, as typed
+    await console.send_json_to({"type": "question", "kind": "next_token", "ref": 8})  # no step-mode decode: refused
+    refused = await until_error(console)
+    assert refused["code"] == "not_stepping" and refused["ref"] == 8
+    await console.send_json_to({"type": "reveal", "answer": "B", "ref": "x"})
+    assert (await until_error(console))["code"] == "bad_params"
+    await console.send_json_to({"type": "reveal", "answer": "B"})
+    assert (await until(ws, "reveal"))["reveals"] == "instructor"
+    for each in (console, ws):
+        await each.disconnect()
 
 
 @pytest.mark.services
@@ -150,7 +182,6 @@ def test_the_history_shows_the_instructor_each_students_results_and_an_exercises
 @pytest.mark.slow
 async def test_the_class_predicts_a_training_comparison_and_its_measured_result_is_the_reveal(
         session, instructor, make_student, start_worker, client_as, empty_training_queue):
-    import asyncio
 
     from webapp.lesson.models import TrainingRun
 
@@ -163,23 +194,30 @@ async def test_the_class_predicts_a_training_comparison_and_its_measured_result_
     await console.send_json_to({"type": "experiment", "kind": "mask"})
     asked = await until(ws_ann, "question")
     assert asked["options"] == ["causal mask", "no mask"] and asked["experiment"]["kind"] == "mask"
-    run_id = int(asked["experiment"]["url"].rstrip("/").split("/")[-1])
+    # Nothing that leads to the run (its id, page or socket streams each arm's loss) before the reveal.
+    assert set(asked["experiment"]) == {"kind", "progress"} and asked["experiment"]["progress"]["status"] in (
+        "queued", "running")
     await console.send_json_to({"type": "reveal"})  # still training: the reveal waits for the result
     assert (await until_error(console))["code"] == "not_finished"
     await ws_ann.send_json_to({"type": "answer", "question": asked["id"], "choice": "no mask"})
     await until(ws_ann, "answered")
-    for _ in range(240):
-        run = await db(TrainingRun.objects.get)(pk=run_id)
-        if run.status in (TrainingRun.Status.SUCCEEDED, TrainingRun.Status.FAILED):
-            break
-        await asyncio.sleep(0.5)
+    # Every screen hears how far the run has come, then that its result is in and how long it took.
+    seen = []
+    while not seen or seen[-1]["status"] not in ("succeeded", "failed"):
+        seen.append(await until(ws_ann, "experiment_progress", timeout=120, question=asked["id"]))
+    assert seen[-1]["status"] == "succeeded" and seen[-1]["kept"] is False and seen[-1]["took_s"] > 0
+    assert all("run" not in frame and "loss" not in frame for frame in seen)
+    run = await db(TrainingRun.objects.filter(kind="mask").latest)("created_at")
     assert run.status == TrainingRun.Status.SUCCEEDED, run.error
     lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
     await console.send_json_to({"type": "reveal"})
     reveal = await until(ws_ann, "reveal")
     assert reveal["answer"] == lowest and reveal["you"]["correct"] is (lowest == "no mask")
-    assert reveal["experiment"]["url"] == asked["experiment"]["url"] and 'data-testid="plot-' in reveal["html"]
+    assert reveal["reveals"] == "experiment" and reveal["experiment"]["run"] == run.pk
+    assert 'data-testid="plot-' in reveal["html"]
     assert reveal["experiment"]["kept"] is False  # measured for this question, after it was asked
+    finals = {arm["label"]: round(arm["final_loss"], 4) for arm in run.result["arms"]}
+    assert reveal["experiment"]["finals"] == [{"option": o, "loss": finals[o]} for o in ("causal mask", "no mask")]
     panel = await db(lambda: client_as(ann).get(reveal["experiment"]["url"]))()
     assert panel.status_code == 200 and 'data-testid="plot-' in panel.content.decode()
     for ws in (console, ws_ann):
@@ -215,9 +253,10 @@ async def test_an_experiments_page_comparison_is_predicted_and_its_kept_result_r
     ws_ann, _ = await seat(session, ann)
     await console.send_json_to({"type": "experiment", "kind": "warmup", "lang": "zh-hans"})
     asked = await until(ws_ann, "question")
-    assert asked["options"] == ["有预热", "无预热"] and asked["experiment"]["source"] == "experiments"
-    run = await db(ExperimentRun.objects.get)(pk=asked["experiment"]["run"])
-    assert run.shipped and run.status == "succeeded"  # the result that ships with the app: no worker needed
+    assert asked["options"] == ["with warmup", "without warmup"] and asked["experiment"]["kind"] == "warmup"
+    assert asked["experiment"]["progress"] == {"status": "succeeded", "progress": 1.0, "kept": True}
+    run = await db(ExperimentRun.objects.filter(shipped=True, params__switch="warmup").get)()
+    assert run.status == "succeeded"  # the result that ships with the app: no worker needed
     arms = run.result["arms"]
     final = {a["label"]: a["run"]["final_loss"] if a["run"]["status"] == "completed" else float("inf") for a in arms}
     lowest = asked["options"][["warmup", "no warmup"].index(min(final, key=final.get))]
@@ -226,6 +265,13 @@ async def test_an_experiments_page_comparison_is_predicted_and_its_kept_result_r
     await console.send_json_to({"type": "reveal"})
     reveal = await until(ws_ann, "reveal")
     assert reveal["answer"] == lowest and reveal["experiment"]["kept"] is True  # said to be kept, not measured now
+    assert reveal["experiment"]["source"] == "experiments" and reveal["experiment"]["run"] == run.pk
     assert 'data-testid="plot-loss"' in reveal["html"]
+    # A student who reloads gets the room as it is: the revealed result in the lesson's panel, with their own result.
+    again, room = await seat(session, ann, "zh-hans")
+    assert room["demo"] is None and room["reveal"]["experiment"]["run"] == run.pk
+    assert 'data-testid="plot-loss"' in room["reveal"]["html"] and "有预热" in room["question"]["labels"].values()
+    assert room["reveal"]["you"]["correct"] is (lowest == asked["options"][1])
+    await again.disconnect()
     for ws in (console, ws_ann):
         await ws.disconnect()

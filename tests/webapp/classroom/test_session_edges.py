@@ -154,11 +154,12 @@ def test_a_student_reads_their_own_answers_and_score_in_the_history(client_as, s
         assert score(ann_page) == "Your score: 2 right answers."
         assert score(bob_page) == "Your score: 0 right answers."
         assert mine(ann_page) == [["Your", "answer:", "no", "right"], ["Your", "answer:", "6", "right"]]
-        assert mine(bob_page)[0] == ["Your", "answer:", "yes", "not", "the", "model's", "answer"]
+        assert mine(bob_page)[0] == ["Your", "answer:", "yes", "wrong"]
         assert mine(cat_page) == [["You", "did", "not", "answer."]] * 2
     else:
         assert score(ann_page) == "你的得分：答对 2 题。"
         assert mine(ann_page)[0] == ["你的答案：", no, right]
+        assert mine(bob_page)[0] == ["你的答案：", yes, "答错了"]
         assert mine(cat_page) == [["你没有作答。"]] * 2
     teacher_page = page(instructor)
     assert 'data-testid="my-score"' not in teacher_page and 'data-testid="my-answer"' not in teacher_page

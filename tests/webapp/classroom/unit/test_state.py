@@ -8,7 +8,8 @@ from webapp.classroom.models import DEFAULT_VIEWS, LiveSession, SessionState, de
 # What a session created before SessionState stored, then a run and a views change merged into it.
 STORED = {"source": "a b c", "params": {"strategy": "greedy", "step_mode": True, "pace_ms": 250},
           "views": ["cross", "kv"], "layer": 1, "head": 2, "request_id": "r1", "tokens": [], "running": True,
-          "driver": 7, "encoder_layer": None, "lesson": {"page": "encoder", "part": "ffn"}, "demo": None}
+          "driver": 7, "encoder_layer": None, "lesson": {"page": "encoder", "part": "ffn"}, "demo": None,
+          "revealed": 12, "experiment_shown": None}
 
 
 def test_the_stored_object_reads_back_field_by_field_and_writes_the_same_keys_and_values():
@@ -25,6 +26,7 @@ def test_a_fresh_session_stores_the_old_defaults_and_a_missing_key_reads_as_its_
     assert {k: fresh[k] for k in old} == old
     assert not fresh["running"] and fresh["driver"] is None and fresh["encoder_layer"] is None
     assert fresh["lesson"] is None and fresh["demo"] is None  # no lesson part shown, no demonstration run
+    assert fresh["revealed"] is None and fresh["experiment_shown"] is None  # no reveal on the screens
     state = SessionState.from_json(old)
     assert not state.running and state.running_request is None and not state.stepping
     assert LiveSession(state=old).run_state == state

@@ -142,7 +142,7 @@ def plans_of(user: Any) -> QuerySet[LessonPlan]:
 # The shipped plan's title and notes, which its JSON holds in English: the console shows them in its own language
 # (an exported or duplicated copy keeps the English, as the instructor will edit it).
 SHIPPED_TEXTS = (gettext_noop("The whole lesson"),
-                 gettext_noop("Press Step a few times, then Next asks the class for the next token."))
+                 gettext_noop("Press Step a few times, then Do this step asks the class for the next token."))
 
 
 def console_plans(user: Any) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@ keeps, changes, duplicates, exports, imports and deletes their own plans; a sess
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -33,6 +34,21 @@ def test_the_shipped_plan_walks_every_part_exercise_and_steady_experiment_of_the
     assert {s["kind"] for s in steps if s["do"] == "experiment"} == set(PREDICTIONS) - {"ffn"}
     demos = {s["kind"] for s in steps if s["do"] == "demo"}
     assert demos == {p.demo for parts in lesson_parts().values() for p in parts if p.demo}
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_the_console_gives_the_shipped_plans_title_and_notes_in_its_language(client_as, instructor, session, language):
+    title, steps = shipped_plan()
+    page = client_as(instructor).get(f"/classroom/{session.code}/console/", HTTP_ACCEPT_LANGUAGE=language)
+    plans = json.loads(page.content.decode().split('id="cr-plans"')[1].split(">", 1)[1].split("</script>")[0])
+    shipped = next(plan for plan in plans if plan["id"] == "shipped")
+    notes = [step["note"] for step in shipped["steps"] if step.get("note")]
+    assert notes and len(shipped["steps"]) == len(steps)
+    if language == "en":
+        assert shipped["title"] == title and notes == [step["note"] for step in steps if step.get("note")]
+    else:
+        assert shipped["title"] == "完整的一课"
+        assert all(not re.search(r"[A-Za-z]{3}", note) for note in notes), notes  # no English sentence left
 
 
 def test_every_step_is_checked_and_each_problem_names_its_step():

@@ -33,6 +33,7 @@ import gzip
 import json
 import re
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -62,8 +63,9 @@ FUNCTION_WORDS = frozenset(
     "所以 因为 如果 虽然 而且 然后 并 并且 而 只 只是 只有 其实 当然 一起 一直 一定 一样 多 多少 几 怎么 "
     "什么 为什么 谁 哪儿 哪里 这儿 那儿 这里 那里 里 上 下 中 内 外 前 后 边 面 头 之 所 以 其 该 此 某 每 各 "
     "只 条 本 张 件 位 杯 碗 瓶 辆 块 次 双 把 支 节 口 家 种 些 座 台 层 岁 点 分 号 年 月 日 天 "
-    "呢 么 嗯 哈 喂 呃 等 等等 来 去 做 弄 搞 使 令 像 跟着 着呢".split()
-) - {"家", "年", "月", "天", "做", "日", "点", "分"}  # these carry meaning; they are checked
+    "呢 么 嗯 哈 喂 呃 等 等等 来 去 做 弄 搞 使 令 像 跟着 着呢 儿 子 极了 既 曾 先 将 起来 下来 出来 上来 来说 "
+    "好 人 封 顶 笔 首 份 棵 朵 匹 头 间 部 篇 句 场 顿 遍 趟 阵 片 颗 粒 盒 包 箱 袋 斤 元 毛 第 们".split()
+) - {"家", "年", "月", "天", "做", "日"}  # these carry meaning; they are checked
 # Pronouns, which the dictionary glosses loosely: what each may be in English.
 PRONOUNS: Mapping[str, tuple[str, ...]] = {
     "我": ("i", "me", "my", "mine", "myself"), "你": ("you", "your", "yours", "yourself"),
@@ -80,15 +82,20 @@ EXTRA_GLOSSES: Mapping[str, tuple[str, ...]] = {
     "飞机": ("plane", "fly", "flight"),
     "看": ("see", "look", "watch", "read", "visit"), "看书": ("read",), "天": ("day", "sky", "weather"),
     "年": ("year",), "点": ("o'clock", "point", "bit"), "坐": ("sit", "take", "by", "ride"),
-    "好": ("good", "well", "fine", "nice", "ok", "okay"), "上班": ("work",), "下班": ("work", "leave"),
+    "走": ("go", "leave", "walk"), "二": ("two", "second"),
+    "可能": ("can", "could", "may", "might", "maybe", "perhaps", "possible", "probably"),
+    "必须": ("must", "have to", "need", "should"), "美国": ("american", "america", "us", "usa"),
+    "说": ("say", "speak", "talk", "tell"), "上班": ("work",), "下班": ("work", "leave"),
     "吃饭": ("eat", "meal", "dinner", "lunch", "breakfast"), "东西": ("thing", "something", "stuff", "anything"),
-    "学习": ("study", "learn"), "工作": ("work", "job"), "喜欢": ("like", "love", "enjoy", "fond"),
+    "学习": ("study", "learn"), "工作": ("work", "job"), "喜欢": ("like", "love", "enjoy", "fond", "favorite", "favourite"),
     "知道": ("know",), "觉得": ("think", "feel", "find"), "认为": ("think", "believe"), "告诉": ("tell",),
-    "现在": ("now", "present", "currently"), "时候": ("when", "time"), "今天": ("today",), "明天": ("tomorrow",),
-    "昨天": ("yesterday",), "晚上": ("evening", "night", "tonight"), "早上": ("morning",), "下午": ("afternoon",),
+    "现在": ("now", "present", "currently"), "时候": ("when", "time"), "什么时候": ("when",),
+    "迟到": ("late",), "准备": ("prepare", "ready", "plan", "going"), "打电话": ("call", "phone"),
+    "参加": ("attend", "join", "take part"), "演奏": ("play",), "感到": ("feel",), "那时": ("then",),
+    "否则": ("or", "otherwise"), "收到": ("receive", "get", "hear"), "今天": ("today",), "明天": ("tomorrow",),
+    "昨天": ("yesterday", "last night"), "菜": ("dish", "food", "vegetable", "cuisine", "meal"), "晚上": ("evening", "night", "tonight"), "早上": ("morning",), "下午": ("afternoon",),
     "朋友": ("friend",), "漂亮": ("beautiful", "pretty"), "高兴": ("happy", "glad", "pleased"),
-    "电脑": ("computer",), "手机": ("phone", "cellphone", "mobile"), "可能": ("may", "might", "maybe", "perhaps",
-    "possible", "probably"), "开始": ("start", "begin"), "帮": ("help",), "帮助": ("help",), "喝": ("drink",),
+    "电脑": ("computer",), "手机": ("phone", "cellphone", "mobile"), "开始": ("start", "begin"), "帮": ("help",), "帮助": ("help",), "喝": ("drink",),
     "大": ("big", "large", "great", "old"), "小": ("small", "little", "young"), "多": ("many", "much", "more"),
 }
 # A negated word's opposite, which says the negation without a "not" (不远: near).
@@ -135,14 +142,24 @@ IRREGULAR = {
     "forgotten": "forget", "lost": "lose", "sent": "send", "spent": "spend", "built": "build", "won": "win",
     "understood": "understand", "became": "become", "woke": "wake", "wore": "wear", "worn": "wear",
     "chose": "choose", "fell": "fall", "held": "hold", "kept": "keep", "heard": "hear", "sang": "sing",
+    "drew": "draw", "drawn": "draw", "grew": "grow", "grown": "grow", "threw": "throw", "thrown": "throw",
+    "blew": "blow", "fought": "fight", "hid": "hide", "hidden": "hide", "meant": "mean", "fed": "feed",
+    "led": "lead", "lent": "lend", "rang": "ring", "rose": "rise", "shook": "shake", "stole": "steal",
+    "tore": "tear", "wept": "weep", "broke": "break", "broken": "break", "froze": "freeze", "woken": "wake",
+    "bit": "bite", "bitten": "bite", "dug": "dig", "hung": "hang", "laid": "lay", "lain": "lie", "lay": "lie",
+    "sought": "seek", "stuck": "stick", "swept": "sweep", "ridden": "ride", "risen": "rise", "shot": "shoot",
+    "showed": "show", "shown": "show", "flown": "fly",
     "children": "child", "men": "man", "women": "woman", "people": "person", "mice": "mouse", "feet": "foot",
     "teeth": "tooth", "better": "good", "best": "good", "worse": "bad", "worst": "bad", "bigger": "big",
     "biggest": "big", "hotter": "hot", "hottest": "hot", "fatter": "fat", "thinner": "thin", "wetter": "wet",
     "my": "i", "me": "i", "mine": "i", "our": "we", "us": "we", "his": "he", "him": "he", "her": "she",
     "their": "they", "them": "they", "your": "you",
 }
-# Time markers the output may add to a time word (晚上 said as "last night"); each needs a source word saying it.
-TIME_MARKERS = frozenset({"yesterday", "tomorrow", "last", "ago", "next", "tonight"})
+# Time markers the output may add to a time word (晚上 said as "last night"): each needs one of these in the source.
+TIME_MARKERS: Mapping[str, tuple[str, ...]] = {
+    "yesterday": ("昨",), "tomorrow": ("明",), "last": ("上", "昨", "去年", "前", "最后"), "ago": ("前",),
+    "next": ("下", "明", "接着"), "tonight": ("今晚", "今天晚上", "今夜"),
+}
 _TIME_NOUNS = frozenset({"night", "evening", "morning", "afternoon", "noon", "day", "week", "month", "year",
                          "weekend", "today", "tonight", "time"})
 _TIME_FOLLOWERS = _TIME_NOUNS - {"time"}  # "next" and "last" are time markers only before one of these
@@ -159,7 +176,7 @@ _REMARKS = frozenset({"informal", "literary", "coll", "dialect", "slang", "forma
                       "taiwan", "mainland", "cantonese", "buddhism", "chemistry", "medicine", "math", "physics"})
 # In a sense of several words these only qualify the word that matters ("older brother" said as "brother").
 _QUALIFIERS = frozenset({"older", "younger", "elder", "little", "big", "small", "young", "old", "paternal",
-                         "maternal", "general"})
+                         "maternal", "general", "language"})
 _ENGLISH_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
@@ -169,11 +186,15 @@ def lemmas(word: str) -> frozenset[str]:
     forms = {w}
     if w in IRREGULAR:
         forms.add(IRREGULAR[w])
-    if w.endswith("'s"):
-        forms.add(w[:-2])
+    if "'" in w:  # grandma's -> grandma, i'm -> i, you'd -> you
+        forms.add(w.split("'")[0])
+    if w.endswith("ese") and len(w) > 5:  # japanese -> japan, chinese -> china
+        forms.update({w[:-3], w[:-3] + "a"})
+    if w.endswith("an") and len(w) > 5:  # american -> america
+        forms.add(w[:-1])
     for suffix, repl in (("ies", "y"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", ""), ("ed", "e"), ("ing", ""),
                          ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""), ("ier", "y"), ("iest", "y")):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+        if w.endswith(suffix) and len(w) - len(suffix) >= 2:
             stem = w[: -len(suffix)] + repl
             forms.add(stem)
             if suffix in ("ed", "ing", "er", "est") and len(stem) >= 4 and stem[-1] == stem[-2]:
@@ -190,7 +211,7 @@ def _synonyms() -> dict[str, frozenset[str]]:
     return {word: frozenset(group) for word, group in table.items()}
 
 
-def _keys(word: str) -> frozenset[str]:
+def match_keys(word: str) -> frozenset[str]:
     """What an English word is matched by: its base forms and their listed synonyms."""
     forms = set(lemmas(word))
     synonyms = _synonyms()
@@ -206,10 +227,10 @@ def english_tokens(text: str) -> list[str]:
 
 def content_words(text: str) -> list[str]:
     """The words of an English phrase that carry its meaning: no stop word, no negation word."""
-    return [w for w in english_tokens(text) if w not in STOPWORDS and not _is_negation(w)]
+    return [w for w in english_tokens(text) if w not in STOPWORDS and not is_negation(w)]
 
 
-def _is_negation(token: str) -> bool:
+def is_negation(token: str) -> bool:
     return token in NEGATION_WORDS or token.endswith("n't")
 
 
@@ -226,6 +247,11 @@ class Entry:
     pinyin: str
 
 
+def _ascii(text: str) -> str:
+    """Hokkaidō -> Hokkaido: the output's words have no accents."""
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+
+
 def _clean_senses(definition: str) -> list[tuple[str, ...]]:
     """A definition's senses as tuples of content words ('to take (a bus, airplane etc)' -> ('bus', 'airplane')
     is not wanted: the parenthesis goes first, giving ('take',) before stop words -> ())."""
@@ -237,9 +263,10 @@ def _clean_senses(definition: str) -> list[tuple[str, ...]]:
         bare = _PAREN.sub(" ", sense)
         if _CJK.search(bare):  # a cross reference
             continue
-        words = tuple(content_words(bare))
-        if 0 < len(words) <= 3:
-            senses.append(words)
+        for part in re.split(r",| or ", bare):  # "London, capital of the UK": London; "Mary or Marie": either
+            words = tuple(content_words(_ascii(part)))
+            if 0 < len(words) <= 3:
+                senses.append(words)
         for remark in _PAREN.findall(sense):  # 辣 "hot (spicy)": a one-word remark is a sense too
             inner = remark.strip("()[]").strip().lower()
             if inner.isalpha() and inner not in _REMARKS and inner not in STOPWORDS:
@@ -307,16 +334,19 @@ class Rule:
 
     min_missing: int = 1  # content words missing before `dropped_words` (a missing name always warns)
     single_characters: bool = True  # whether a missing one-character content word counts toward it
+    min_characters: int = 0  # or: this many characters of missing content words (火车站: 3); 0: not used
 
     def to_dict(self) -> dict[str, Any]:
-        return {"min_missing": self.min_missing, "single_characters": self.single_characters}
+        return {"min_missing": self.min_missing, "single_characters": self.single_characters,
+                "min_characters": self.min_characters}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Rule:
-        min_missing = int(data.get("min_missing", 1))
-        if min_missing < 1:
-            raise ValueError(f"coverage rule: min_missing {min_missing} is below 1")
-        return cls(min_missing, bool(data.get("single_characters", True)))
+        min_missing, min_characters = int(data.get("min_missing", 1)), int(data.get("min_characters", 0))
+        if min_missing < 1 or min_characters < 0:
+            raise ValueError(f"coverage rule: min_missing {min_missing} is below 1 or min_characters "
+                             f"{min_characters} below 0")
+        return cls(min_missing, bool(data.get("single_characters", True)), min_characters)
 
 
 @dataclass(frozen=True)
@@ -361,8 +391,12 @@ class Coverage:
         return any(w.kind == "negation" and not w.covered for w in self.words)
 
     def warnings(self) -> list[str]:
-        counted = [w for w in self.missing if w.kind == "content" and (self.rule.single_characters or len(w.word) > 1)]
-        dropped = any(w.kind == "name" for w in self.missing) or len(counted) >= self.rule.min_missing
+        content = [w for w in self.missing if w.kind == "content"]
+        counted = [w for w in content if self.rule.single_characters or len(w.word) > 1]
+        # A missing name, or a time word said at another time, always warns: neither is a paraphrase.
+        dropped = any(w.kind == "name" or w.note == "time_changed" for w in self.missing) or \
+            len(counted) >= self.rule.min_missing or \
+            (self.rule.min_characters > 0 and sum(len(w.word) for w in content) >= self.rule.min_characters)
         return [code for code, on in zip(WARNINGS, (dropped, self.negation_lost), strict=True) if on]
 
     def to_list(self) -> list[dict[str, Any]]:
@@ -372,7 +406,7 @@ class Coverage:
 def _units(word: str, entries: Mapping[str, Entry]) -> list[str]:
     """A jieba word as the words it is checked as: itself when the dictionary holds it (or it is a pronoun or a
     function word), a negation split off a word that is not lexicalised (不远: 不, 远), otherwise the longest
-    dictionary words it is made of, from the left (坐飞机: 坐, 飞机)."""
+    dictionary words it is made of, from the right (坐飞机: 坐, 飞机)."""
     if word in NEGATIONS or word in LEXICALISED:
         return [word]
     for prefix in _NEGATION_PREFIXES:
@@ -380,13 +414,14 @@ def _units(word: str, entries: Mapping[str, Entry]) -> list[str]:
             return [prefix, *_units(word[len(prefix):], entries)]
     if word in entries or word in PRONOUNS or word in FUNCTION_WORDS or word in EXTRA_GLOSSES or len(word) == 1:
         return [word]
-    units, start = [], 0
-    while start < len(word):
-        for end in range(min(len(word), start + 6), start, -1):
+    units: list[str] = []
+    end = len(word)
+    while end > 0:  # from the right, the longest first: 打网球 is 打, 网球 (not 打网, 球)
+        for start in range(max(0, end - 6), end):
             piece = word[start:end]
             if end - start == 1 or piece in entries or piece in PRONOUNS or piece in EXTRA_GLOSSES:
-                units.append(piece)
-                start = end
+                units.insert(0, piece)
+                end = start
                 break
     return units
 
@@ -408,8 +443,10 @@ def _find(sense: tuple[str, ...], output: Sequence[frozenset[str]], tokens: Sequ
     """The output words that say every word of the sense, or None."""
     found = []
     for gloss_word in sense:
-        wanted = _keys(gloss_word)
+        wanted = match_keys(gloss_word)
         hit = next((tokens[i] for i, keys in enumerate(output) if keys & wanted), None)
+        if hit is None:  # a compound said by its head: wristwatch as watch
+            hit = next((t for t in tokens if len(t) >= 4 and gloss_word.endswith(t) and gloss_word != t), None)
         if hit is None:
             if len(sense) > 1 and gloss_word in _QUALIFIERS:
                 continue
@@ -420,14 +457,23 @@ def _find(sense: tuple[str, ...], output: Sequence[frozenset[str]], tokens: Sequ
 
 def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
     """Check an English `output` against its Chinese `source`, word by word."""
-    from modelcore.decoding.words import segment
+    from modelcore.decoding.words import _is_word, _segmenter
 
     entries = dictionary()
+    known = _jieba_tags()
     tokens = english_tokens(output)
-    output_keys = [_keys(t) for t in tokens]
-    has_negation = any(_is_negation(t) for t in tokens)
+    output_keys = [match_keys(t) for t in tokens]
+    has_negation = any(is_negation(t) for t in tokens)
     words: list[tuple[str, str, list[tuple[str, ...]]]] = []  # (word, kind, senses)
-    for jieba_word in segment(source):
+    cut = [w for w in _segmenter().lcut(source, HMM=True) if _is_word(w)]
+    for jieba_word in cut:
+        if len(jieba_word) > 1 and jieba_word not in known and jieba_word not in entries and \
+                not jieba_word.startswith(_NEGATION_PREFIXES):
+            # jieba's model joined characters neither dictionary holds: most often a name said as it sounds (吉姆:
+            # Jim, 小明: Xiaoming). Found as its pinyin it is covered; otherwise no gloss can check it.
+            sound = "".join(entries[ch].pinyin if ch in entries else "?" for ch in jieba_word)
+            words.append((jieba_word, "sound", [(sound,)]))
+            continue
         units = _units(jieba_word, entries)
         for i, unit in enumerate(units):
             if unit in NEGATIONS:
@@ -441,19 +487,24 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
             if not senses:
                 continue  # nothing the dictionary says of it can be looked for
             words.append((unit, "name" if entry is not None and entry.name else "content", senses))
-    # What the source says in time: a word's first senses (去's "(of a time) last" is no time the sentence says).
-    said_times = {w for _, _, senses in words for s in senses[:2] for w in s if w in TIME_MARKERS}
-    added_times = [t for i, t in enumerate(tokens) if t in TIME_MARKERS and t not in said_times and (
+    # A marker is said by a source word that begins with one of its marks (上个月, 昨晚; 晚上 does not), "ago" by 前.
+    added_times = [t for i, t in enumerate(tokens) if t in TIME_MARKERS and not any(
+        word.startswith(mark) or (t == "ago" and mark in word) for word in cut for mark in TIME_MARKERS[t]) and (
         t not in ("next", "last") or (i + 1 < len(tokens) and tokens[i + 1] in _TIME_FOLLOWERS))]
     checks: list[WordCheck] = []
+    joined = {tokens[i] + tokens[i + 1] for i in range(len(tokens) - 1)} | set(tokens)
     for n, (word, kind, senses) in enumerate(words):
         looked_for = tuple(" ".join(s) for s in senses)
+        if kind == "sound":
+            if senses[0][0] in joined:
+                checks.append(WordCheck(word, "name", True, looked_for, senses[0][0]))
+            continue
         if kind == "negation":
             # Said as a negation, or as the negated word's opposite (不远: near; 不舒服: uncomfortable).
             following = words[n + 1][2] if n + 1 < len(words) and words[n + 1][1] != "negation" else []
             opposite = next((f for s in senses if (f := _find(s, output_keys, tokens))), None) or \
                 _prefixed_opposite(following, tokens)
-            found = next((t for t in tokens if _is_negation(t)), None) if has_negation else opposite
+            found = next((t for t in tokens if is_negation(t)), None) if has_negation else opposite
             checks.append(WordCheck(word, kind, found is not None, ("not", *looked_for), found,
                                     "opposite" if found is not None and found == opposite else None))
             continue
@@ -466,25 +517,7 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
         if found is not None and added_times and any(w in _TIME_NOUNS for s in senses for w in s):
             found, note = None, "time_changed"
         checks.append(WordCheck(word, kind, found is not None, looked_for, found, note))
-    _names_by_sound(checks, tokens, entries)
     return Coverage(tuple(checks), rule or Rule())
-
-
-def _names_by_sound(checks: list[WordCheck], tokens: Sequence[str], entries: Mapping[str, Entry]) -> None:
-    """A name jieba's dictionary does not hold comes cut in characters (小明: 小, 明); two or three missing
-    characters in a row that the output says as their pinyin (xiaoming, xiao ming) are that name, covered."""
-    joined = {tokens[i] + tokens[i + 1] for i in range(len(tokens) - 1)} | set(tokens)
-    i = 0
-    while i < len(checks):
-        for size in (3, 2):
-            run = checks[i : i + size]
-            if len(run) < size or any(c.covered or len(c.word) != 1 or c.kind == "negation" for c in run):
-                continue
-            sound = "".join(entries[c.word].pinyin if c.word in entries else "?" for c in run)
-            if sound in joined:
-                checks[i : i + size] = [WordCheck("".join(c.word for c in run), "name", True, (sound,), sound)]
-                break
-        i += 1
 
 
 def _prefixed_opposite(senses: Iterable[tuple[str, ...]], tokens: Sequence[str]) -> str | None:
@@ -495,7 +528,7 @@ def _prefixed_opposite(senses: Iterable[tuple[str, ...]], tokens: Sequence[str])
             continue
         for token in tokens:
             for prefix in ("un", "in", "dis", "im"):
-                if token.startswith(prefix) and lemmas(token[len(prefix):]) & _keys(sense[0]):
+                if token.startswith(prefix) and lemmas(token[len(prefix):]) & match_keys(sense[0]):
                     return token
     return None
 

@@ -1,4 +1,5 @@
 // The playground page: the form, the /ws/decode/ socket, the output, and the views (playground_views.js).
+import { showCoverage } from "./coverage.js";
 import { showJudgement } from "./playground_judgement.js";
 import { Views, applyAttentionFrame, beamPath } from "./playground_views.js";
 import { track } from "./settled.js";
@@ -99,7 +100,9 @@ function start(stepMode) {
   state.tag = `pg-${++state.tagCount}`;
   state.request = null;
   state.stepFirst = stepMode;
-  send({ ...decodeFrame(stepMode), tag: state.tag });
+  const frame = decodeFrame(stepMode);
+  state.sentSource = frame.source; // the done frame's coverage underlines the words of what was sent
+  send({ ...frame, tag: state.tag });
   status(say("queued"));
   refreshButtons();
   showOutput();
@@ -220,13 +223,14 @@ function onFrame(frame) {
   if (frame.type === "start") {
     if (frame.tag !== state.tag) return;
     state.request = { id: frame.request_id, stepMode: frame.step_mode, start: frame, steps: [], done: null,
-                      paths: [[]] };
+                      paths: [[]], source: state.sentSource };
     views.reset(frame);
     showSource(frame);
     $("pg-output").textContent = "";
     $("pg-tokens").replaceChildren();
     $("pg-facts").replaceChildren();
     showJudgement($("pg-judgement"), null, say);
+    showCoverage($("pg-coverage"), null, "", say);
     if (state.stepFirst) send({ type: "step", request_id: frame.request_id });
     viewLanded();
     askView(state.request); // the server clamps a layer or head this model lacks: ask for what the selectors show
@@ -373,6 +377,7 @@ function onDone(request, frame) {
   request.done = frame;
   $("pg-output").textContent = frame.text ?? "";
   showJudgement($("pg-judgement"), frame, say);
+  showCoverage($("pg-coverage"), frame, request.source ?? "", say);
   if (request.start.params.strategy === "beam") showPath(beamPath(request.steps, frame));
   const reason = strings[`reason_${frame.reason}`] || frame.reason;
   // Beam search runs more steps than its best hypothesis has tokens: count that hypothesis's (and its <eos>), as greedy does.

@@ -92,4 +92,19 @@ def _judgement_strings() -> dict[str, str]:
         "warn_low_confidence": _("Low confidence: below {t} %, most outputs are wrong. Do not trust this translation."),
         "warn_repetition": _("Repetition: the output repeats itself or ran to the token limit; the model is lost."),
         "warn_unknown_words": _("Words never seen in training: {words}. The model can only guess at them."),
+        "warn_dropped_words": _("Dropped words: a word of the source is not in the translation (underlined below)."),
+        "warn_negation_lost": _("Negation lost: the source says no or not, the translation does not. The meaning "
+                                "may be reversed."),
+        **coverage_strings(),
+    }
+
+
+def coverage_strings() -> dict[str, str]:
+    """What static/js/coverage.js says of a done frame's `coverage` ({words}: the missing source words)."""
+    return {
+        "coverage_label": _("Source, each word missing from the translation underlined:"),
+        "coverage_one": _("{words} is not in the translation."),
+        "coverage_many": _("{words} are not in the translation."),
+        "coverage_and": _(" and "),
+        "coverage_none": _("Every source word checked is in the translation."),
     }

@@ -172,7 +172,7 @@ class SessionRelay:
         self._keep([frame], [text])
         # The held step, or a later one when the held step itself was lost on its way: a student must not read
         # past the question before the reveal, hole or not (the worker's whole copy then puts the held step back).
-        if self.held_from is None and self._at_or_past_hold(self.seqs[-1]):
+        if self.held_from is None and self._carries_hold(frame):
             self.held_from = len(self.frames) - 1
         if self.held_from is None:
             await self._to_all(text)
@@ -195,6 +195,19 @@ class SessionRelay:
 
     def _at_or_past_hold(self, seq: int | None) -> bool:
         return seq is not None and self.held_seq is not None and seq >= self.held_seq
+
+    def _carries_hold(self, frame: dict[str, Any]) -> bool:
+        """Whether a frame tells something of the held step or later, whatever kind it is: the step itself or a later
+        one, an `attention` frame whose steps reach it (a view changed while the held step's own frame was lost on its
+        way here), or the run's `done` (its text holds every token)."""
+        if self.held_seq is None:
+            return False
+        kind = frame.get("type")
+        if kind in STEP_TYPES:
+            return self._at_or_past_hold(frame.get("seq"))
+        if kind == "attention":
+            return len(frame.get("steps") or ()) > self.held_seq
+        return kind == "done"
 
     async def _offer_options(self) -> None:
         """A next-token question's options, once its held step is here: students pick among the model's top-k at
@@ -224,7 +237,7 @@ class SessionRelay:
         self._forget()
         self._keep(frames, [orjson.dumps(frame).decode() for frame in frames])
         self.complete = True
-        self.held_from = next((i for i, step in enumerate(self.seqs) if self._at_or_past_hold(step)), None)
+        self.held_from = next((i for i, frame in enumerate(frames) if self._carries_hold(frame)), None)
 
     def load_ended(self, request_id: str, frames: list[dict[str, Any]]) -> None:
         """An ended run's kept transcript, for a relay that started after it ended: its screens then get the state
@@ -252,6 +265,10 @@ class SessionRelay:
         kind = frame.get("type")
         if kind == "attention" and frame.get("request_id") == self.request_id:
             self._keep([frame], [orjson.dumps(frame).decode()])  # an ended run's other view: late joiners get it too
+            if self.held_from is not None or self._carries_hold(frame):  # it shows the held step: out until the reveal
+                if self.held_from is None:
+                    self.held_from = len(self.frames) - 1
+                return
         release: list[str] = []
         if kind == "question":
             self.held_seq, self.question = message.get("hold"), dict(frame)

@@ -178,3 +178,23 @@ async def test_when_the_step_a_question_is_about_is_lost_the_steps_after_it_stil
 
     await deliver(session.relay, event_message({"type": "reveal", "question": 5, "answer": "cat"}))
     assert screen.seqs() == [0, 1, 2, 3, 4]
+
+
+async def test_when_the_questions_step_is_lost_a_view_change_that_shows_it_waits_for_the_reveal_too():
+    screen = Screen()
+    session = Gaps(screen)
+    await deliver(session.relay, worker(start(), token(0), token(1)), question(seq=2))  # step 2 never comes here
+    early = {"type": "attention", "request_id": RUN, "view": {"head": 1}, "steps": [{"s": 0}, {"s": 1}]}
+    await deliver(session.relay, worker(early))
+    assert [f for f in screen.frames if f["type"] == "attention"] == [early]  # the steps before the question: shown
+    # The console changes the view: the worker answers with every step so far, the question's own among them.
+    shows = {"type": "attention", "request_id": RUN, "view": {"head": 0}, "steps": [{"s": 0}, {"s": 1}, {"s": 2}]}
+    await deliver(session.relay, worker(shows), event_message(shows))  # by the decode's path and the session's
+    assert [f for f in screen.frames if f["type"] == "attention"] == [early]
+    assert shows not in screen.events and shows not in session.late_joiner_sees()
+    done = {"type": "done", "request_id": RUN, "steps": 3, "text": "t0 t1 cat"}
+    await deliver(session.relay, worker(done, final=True))
+    assert not [f for f in screen.frames if f["type"] == "done"]  # its text holds the question's token
+
+    await deliver(session.relay, event_message({"type": "reveal", "question": 5, "answer": "cat"}))
+    assert [f["type"] for f in screen.frames[-3:]] == ["attention", "attention", "done"]  # released at the reveal

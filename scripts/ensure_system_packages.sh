@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Debian packages the project needs when they are missing (chromium for browser tests,
+# Install Debian packages the project needs when they are missing (chromium and fonts-noto-cjk for browser tests,
 # nginx-light for the rolling-restart test behind the documented proxy, gettext for compiling
 # translations). Needs root, as on the CI machines.
 set -euo pipefail

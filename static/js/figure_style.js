@@ -232,8 +232,12 @@ export function colorOf(concept) {
 
 // Every figure set under root (a .figure-set: its figures as JSON once, one .plot[data-figure] each):
 // each plot drawn once; a plot whose figure the set lacks is hidden. Experiments and lesson pages.
+// The plots in view (or about to be) are drawn at once; the others one at a time after them, each in a task of its
+// own, so a page of many charts (a demonstration's, thousands of pixels tall on a phone) shows what the reader sees
+// first and stays responsive while the rest are drawn. Returns when every plot is drawn.
 export function drawFigureSets(root) {
   const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
+  const pending = [];
   for (const set of sets) {
     const data = set.querySelector(":scope > script[type='application/json']");
     if (!data) continue;
@@ -242,10 +246,21 @@ export function drawFigureSets(root) {
       const figure = figures[div.dataset.figure];
       if (!figure) { div.hidden = true; continue; }
       if (div.dataset.drawn) continue;
-      plot(div, figure.data, figure.layout);
       div.dataset.drawn = "1";
+      pending.push([div, figure]);
     }
   }
+  const near = (div) => {
+    const box = div.getBoundingClientRect();
+    return box.bottom > -200 && box.top < window.innerHeight + 200;
+  };
+  const now = pending.filter(([div]) => near(div));
+  const later = pending.filter(([div]) => !near(div));
+  const drawn = now.map(([div, figure]) => plot(div, figure.data, figure.layout));
+  const rest = later.reduce((before, [div, figure]) => before.then(() => new Promise((resolve) => {
+    setTimeout(() => resolve(plot(div, figure.data, figure.layout)), 0);
+  })), Promise.all(drawn));
+  return track(rest);
 }
 
 // A training run's loss, live (experiment and lesson run panels): the element, rendered hidden, is shown and drawn at

@@ -29,6 +29,28 @@ def wait_text(page, testid: str, text: str) -> None:
     page.wait_for_function(f"document.querySelector('[data-testid={testid}]')?.textContent.includes({text!r})")
 
 
+# At 360 px: a cell narrower than 3 characters (a column squeezed to a character a line), and a plot's axis title
+# drawn over its legend, by their boxes on screen.
+LAYOUT_FAULTS = """(root) => {
+  const faults = [];
+  const em = parseFloat(getComputedStyle(document.body).fontSize);
+  for (const cell of root.querySelectorAll("td, th")) {
+    const text = cell.textContent.trim();
+    if (text.length > 2 && cell.getBoundingClientRect().width < 3 * em) faults.push(`narrow cell: ${text.slice(0, 30)}`);
+  }
+  const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  for (const chart of root.querySelectorAll(".js-plotly-plot")) {
+    const legend = chart.querySelector(".legend")?.getBoundingClientRect();
+    for (const title of chart.querySelectorAll(".xtitle, .ytitle")) {
+      if (legend && legend.width && meets(title.getBoundingClientRect(), legend)) {
+        faults.push(`axis title over the legend: ${title.textContent}`);
+      }
+    }
+  }
+  return faults;
+}"""
+
+
 def fonts_of(page, selector: str) -> set[str]:
     """The fonts Chromium drew a node's text with (DevTools' CSS.getPlatformFontsForNode)."""
     cdp = page.context.new_cdp_session(page)
@@ -182,3 +204,11 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     ann.screenshot(path=str(tmp_path / "classroom-zh-phone.png"), full_page=False)
     fonts = fonts_of(ann, "[data-testid=question-result]")
     assert any("CJK" in font for font in fonts), fonts  # Chinese drawn in a CJK font, not as boxes
+    # ... and nothing on the phone squeezed or drawn over: the result's table, its charts, in both languages.
+    result = "[data-testid=class-demo-result]"
+    assert ann.eval_on_selector(result, LAYOUT_FAULTS) == []
+    bob.set_viewport_size({"width": 360, "height": 780})
+    bob.reload()
+    bob.wait_for_selector(f"{result} .js-plotly-plot", timeout=30_000)
+    settled(bob)
+    assert bob.eval_on_selector(result, LAYOUT_FAULTS) == []

@@ -189,3 +189,28 @@ def test_the_screens_are_told_who_ended_the_session(client_as, session, instruct
         assert services.session_end_if_idle(idle)
     assert [message["frame"] for _, message in sent] == [{"type": "ended", "reason": "instructor"},
                                                          {"type": "ended", "reason": "idle"}]
+
+
+def test_the_history_says_what_stopped_each_run_the_end_of_the_session_never_the_cancel_button(
+        client_as, session, instructor):
+    from webapp.classroom.history import run_finished, run_started
+    from webapp.classroom.services import session_end
+
+    def ran(request_id: str, last: dict) -> None:
+        run_started(session=session, request_id=request_id, source="猫", params={"strategy": "greedy"})
+        run_finished(request_id=request_id, frames=[{"type": "token", "seq": 0, "token": "cat"}, last])
+
+    ran("by-cancel", {"type": "done", "text": "cat", "reason": "cancelled"})  # the console's Cancel, while live
+    ran("by-worker", {"type": "error", "code": "worker_lost", "message": "the worker stopped answering"})
+    ran("by-eos", {"type": "done", "text": "cat", "reason": "eos"})
+    run_started(session=session, request_id="by-end", source="猫", params={"strategy": "greedy"})
+    session_end(session=session)  # ended first; its decode, cancelled, is kept after (the socket's End does so)
+    run_finished(request_id="by-end", frames=[{"type": "done", "text": "", "reason": "cancelled"}])
+
+    reasons = dict(Run.objects.values_list("request_id", "reason"))
+    assert reasons == {"by-cancel": "cancelled", "by-worker": "worker_lost", "by-eos": "eos", "by-end": "session_ended"}
+    html = re.sub(r"\s+", " ", client_as(instructor).get(f"/classroom/{session.code}/history/").content.decode())
+    for why in ("stopped by the Cancel button", "stopped by the loss of its worker", "stopped by the end token",
+                "stopped by the end of the session"):
+        assert html.count(why) == 1, why
+    assert "<code>worker_lost</code>" not in html  # a known reason is said in words, not as a code

@@ -34,8 +34,8 @@ class SessionState:
     # "model", "params", "result", "cached"}, or None): see docs/classroom-socket.md, `lesson` and `demo`.
     lesson: dict[str, Any] | None = None
     demo: dict[str, Any] | None = None
-    # The question last revealed, on every screen with its answer until the next question opens; and the experiment
-    # question whose result is in the lesson's panel (until a part or a demonstration replaces it).
+    # The question last revealed (on every screen with its answer while it is the session's latest question); and the
+    # experiment question whose result is in the lesson's panel (until a part or a demonstration replaces it).
     revealed: int | None = None
     experiment_shown: int | None = None
 

@@ -66,9 +66,6 @@ def question_open(*, session: LiveSession, spec: QuestionSpec, request_id: str |
     if spec.kind != Question.CHOICE and (request_id is None or seq is None):
         raise ClassroomError("not_stepping", "start a step-by-step decode (Step) before asking about the next step")
     questions_close(session=session)
-    if state.revealed is not None:  # the last reveal leaves the screens for the new question
-        from webapp.classroom.services import session_state_update
-        state = session_state_update(session=session, revealed=None)
     question = Question.objects.create(
         session=session, kind=spec.kind, prompt=spec.prompt, options=options if options is not None else spec.options,
         request_id=request_id or "", seq=seq, layer=state.layer, head=str(state.head))

@@ -126,8 +126,9 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay,
     state = session.run_state
     question = questions.open_question(session)
     revealed = None
-    if question is None and state.revealed:
-        revealed = session.questions.filter(pk=state.revealed, status=Question.REVEALED).first()
+    if question is None and state.revealed:  # on the screens until the next question opens
+        latest = session.questions.order_by("-created_at", "-pk").first()
+        revealed = latest if latest is not None and latest.pk == state.revealed else None
     snapshot: dict[str, Any] = {
         "type": "session", "code": session.code, "title": session.title, "model": session.model_name,
         "role": "console" if drives else "student", "source": state.source, "params": state.params,

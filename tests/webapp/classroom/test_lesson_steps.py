@@ -86,7 +86,12 @@ async def test_an_exercise_reaches_each_screen_in_its_own_language_and_its_revea
     assert late["reveal"]["answer"] == "Flatter" and late["reveal"]["you"] == {"answered": True, "correct": False,
                                                                              "score": 0}
     assert chinese(late["reveal"]["explanation"]) and chinese(late["question"]["prompt"])
-    for ws in (console, ws_zh, ws_en, ws_late):
+    # The next question takes its place: a screen that joins now gets that one, and no reveal.
+    await console.send_json_to({"type": "question", "kind": "choice", "prompt": "Next?", "options": ["x", "y"]})
+    await until(ws_en, "question", prompt="Next?")
+    ws_later, later = await seat(session, right, "en")
+    assert later["question"]["prompt"] == "Next?" and "reveal" not in later
+    for ws in (console, ws_zh, ws_en, ws_late, ws_later):
         await ws.disconnect()
 
 

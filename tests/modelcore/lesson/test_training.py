@@ -18,6 +18,16 @@ def test_without_the_causal_mask_training_loss_is_lower_and_generation_worse():
     assert unmasked["teacher_forced_accuracy"] > causal["teacher_forced_accuracy"]
     assert unmasked["exact_match"] < causal["exact_match"]
     assert seen[-1]["progress"] == 1.0 and {s["arm"] for s in seen} == {"causal mask", "no mask"}
+    # The figures docs/lesson.md quotes are this run's.
+    from pathlib import Path
+
+    from modelcore.lesson.training import BASE
+
+    doc = " ".join((Path(__file__).resolve().parents[3] / "docs/lesson.md").read_text(encoding="utf-8").split())
+    n = BASE.eval_size  # the validation sequences the arms are scored on
+    assert f"ends at training loss {unmasked['final_loss']:.3f} against {causal['final_loss']:.3f} with it" in doc
+    assert f"generates {round(unmasked['exact_match'] * n)} of {n} validation sequences exactly right against " \
+           f"{round(causal['exact_match'] * n)}" in doc
 
 
 @pytest.mark.slow

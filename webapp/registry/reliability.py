@@ -16,6 +16,18 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.0f} %"
 
 
+def _warned(report: dict[str, Any]) -> dict[str, Any]:
+    """How many bad and good outputs the warning came on, counted and to a tenth of a percent: a share rounded to
+    the goal's 80 % must not read as the goal reached."""
+    def share(value: float | None) -> str:
+        return "—" if value is None else f"{100 * value:.1f} %"
+
+    return {"bad": report["bad"], "good_n": report["good"],
+            "bad_warned": "—" if report["bad_warned"] is None else round(report["bad_warned"] * report["bad"]),
+            "good_warned": "—" if report["good_warned"] is None else round(report["good_warned"] * report["good"]),
+            "bad_share": share(report["bad_warned"]), "good_share": share(report["good_warned"])}
+
+
 def reliability_for(*, folder: Path, checkpoint_hash: str) -> dict[str, Any] | None:
     """The figure, the figures and a reading for the model in `folder`; None when it has no calibration.json."""
     path = folder / CALIBRATION_FILE
@@ -25,23 +37,22 @@ def reliability_for(*, folder: Path, checkpoint_hash: str) -> dict[str, Any] | N
     test, calibration = data["test"], data["calibration"]
     numbers = {"threshold": _percent(calibration["threshold"]), "n": test["sentences"], "good": test["good"],
                "cut": f"{data['good']['at_least']:.0f}", "auc": "—" if test["auc"] is None else f"{test['auc']:.2f}",
-               "bad_warned": _percent(test["bad_warned"]), "good_warned": _percent(test["good_warned"]),
-               "grammar_warned": _percent(data["grammar_test"]["good_warned"])}
+               **_warned(test), "grammar_warned": _percent(data["grammar_test"]["good_warned"])}
     meaning = _("The decoder warns “low confidence” when an output's confidence is below %(threshold)s. A warning "
                 "means: do not trust this translation. No warning does not mean it is right.") % numbers
     measured = _("Measured on %(n)s held-out real sentences (%(good)s of them translated well: sentence chrF of at "
                  "least %(cut)s against the human translation): the confidence tells good outputs from bad ones with "
-                 "an ROC AUC of %(auc)s, and the warning comes on %(bad_warned)s of the bad outputs and %(good_warned)s "
-                 "of the good ones (the goal: at least 80 %% and at most 25 %%). Of the generated grammar's held-out "
-                 "sentences, all translated well, %(grammar_warned)s are warned.") % numbers
+                 "an ROC AUC of %(auc)s, and the warning comes on %(bad_warned)s of the %(bad)s bad outputs "
+                 "(%(bad_share)s) and %(good_warned)s of the %(good_n)s good ones (%(good_share)s; the goal: at least "
+                 "80 %% and at most 25 %%). Of the generated grammar's held-out sentences, all translated well, "
+                 "%(grammar_warned)s are warned.") % numbers
     if everyday := data.get("tatoeba_test"):
         measured += " " + _("On %(n)s everyday sentences from Tatoeba that the model never saw (%(good)s translated "
                             "well, each scored against every translation Tatoeba gives), the ROC AUC is %(auc)s and "
-                            "the warning comes on %(bad_warned)s of the bad outputs and %(good_warned)s of the good "
-                            "ones.") % {
+                            "the warning comes on %(bad_warned)s of the %(bad)s bad outputs (%(bad_share)s) and "
+                            "%(good_warned)s of the %(good_n)s good ones (%(good_share)s).") % {
             "n": everyday["sentences"], "good": everyday["good"],
-            "auc": "—" if everyday["auc"] is None else f"{everyday['auc']:.2f}",
-            "bad_warned": _percent(everyday["bad_warned"]), "good_warned": _percent(everyday["good_warned"])}
+            "auc": "—" if everyday["auc"] is None else f"{everyday['auc']:.2f}", **_warned(everyday)}
     met = test["bad_warned"] is not None and test["good_warned"] is not None and \
         test["bad_warned"] >= 0.8 and test["good_warned"] <= 0.25
     verdict = _("The goal is met.") if met else _("The goal is not met: the model's own numbers do not separate its "

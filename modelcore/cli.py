@@ -1,4 +1,4 @@
-"""`python -m modelcore train | decode | evaluate | gradflow`: one-line errors, non-zero exit on bad input.
+"""`python -m modelcore train | decode | evaluate | gradflow | sweep`: one-line errors, non-zero exit on bad input.
 
 Torch loads once the input is known to be good: `--help` and a bad option answer at once.
 """
@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from modelcore.config import CHOICES, PRESETS, ModelConfig, model_overrides
 from modelcore.device import DEVICE_CHOICES
+from modelcore.experiments.comparisons import COMPARISONS
 from modelcore.folder import CheckpointError
 from modelcore.tasks import TASK_NAMES, CorpusError, Task, get_task, load_tsv_corpus
 from modelcore.training.schedule import SCHEDULES
@@ -125,6 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_positive_int, default=3)
     p.add_argument("--vocab", type=_positive_int, default=1000)
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("sweep", help="a training comparison with several seeds, each arm's seeds trained stacked")
+    p.add_argument("--comparison", choices=COMPARISONS, default="mask")
+    p.add_argument("--seeds", type=_positive_int, default=8, help="seeds per arm")
+    p.add_argument("--first-seed", type=_non_negative_int, default=0)
+    p.add_argument("--steps", type=_positive_int, help="training steps (default: the page's)")
+    p.add_argument("--threads", type=_positive_int, help="torch CPU threads")
+    p.add_argument("--json", action="store_true", help="the whole result, every seed's curve included, as JSON")
     return parser
 
 
@@ -274,7 +283,29 @@ def cmd_gradflow(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "decode": cmd_decode, "evaluate": cmd_evaluate, "gradflow": cmd_gradflow}
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from modelcore.experiments.sweep import MAX_SEEDS, sweep
+
+    if args.seeds > MAX_SEEDS:
+        raise ValueError(f"--seeds must be at most {MAX_SEEDS}, got {args.seeds}")
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    result = sweep(args.comparison, seeds, steps=args.steps)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    verdict = result["verdict"]
+    print(f"{args.comparison}: {len(result['seeds'])} seeds per arm ({seeds.start}..{seeds.stop - 1}), "
+          f"{result['steps']} steps; final loss = mean of the last tenth of the steps")
+    print(f"{'arm':<22}{'mean':>10}{'± s.e.':>10}{'s.d.':>10}{'lowest in':>11}{'seconds':>9}")
+    for arm, figures in zip(result["arms"], verdict["arms"], strict=True):
+        print(f"{arm['label']:<22}{figures['mean']:10.4f}{figures['se']:10.4f}{figures['sd']:10.4f}"
+              f"{figures['lowest']:>7} of {figures['n']:<2}{arm['seconds']:9.1f}")
+    print(f"verdict: {verdict['answer']}: {verdict['text']}" if verdict["reliable"] else f"verdict: {verdict['text']}")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "decode": cmd_decode, "evaluate": cmd_evaluate, "gradflow": cmd_gradflow,
+            "sweep": cmd_sweep}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

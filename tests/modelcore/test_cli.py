@@ -34,6 +34,10 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         (("evaluate", "--model", "no-such-model"), "no shipped model"),
         (("gradflow", "--layers", "two"), "expected a whole number"),
         (("train", "--task", "zh-en", "--out", "{tmp}", "--share-embeddings"), "cannot share one vocabulary"),
+        (("sweep", "--seeds", "0"), "expected a number >= 1"),
+        (("sweep", "--seeds", "65"), "--seeds must be at most 64"),
+        (("sweep", "--comparison", "nope"), "invalid choice: 'nope'"),
+        (("sweep", "--steps", "-3"), "--steps"),
     ],
 )
 def test_bad_input_gives_one_line_and_a_failure_status(tmp_path: Path, args, message) -> None:
@@ -170,3 +174,27 @@ def test_a_second_seed_of_a_recipe_can_keep_the_first_seed_s_data(tmp_path: Path
     same, own = load_model(tmp_path / "same").metrics, load_model(tmp_path / "own").metrics
     assert same["task_options"]["seed"] == 0 and own["task_options"]["seed"] == 1
     assert same["train"]["seed"] == own["train"]["seed"] == 1
+
+
+def test_sweep_gives_each_seed_its_lone_run_s_curve_and_a_verdict() -> None:
+    """Seed 1 of a 3-seed sweep is the lesson's own lone run with seed 1, within 1e-4 at every step."""
+    from modelcore.experiments import torch_threads
+    from modelcore.lesson import run_training
+
+    result = _run("sweep", "--comparison", "mask", "--seeds", "3", "--steps", "6", "--threads", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    sweep = json.loads(result.stdout)
+    assert sweep["seeds"] == [0, 1, 2] and [a["label"] for a in sweep["arms"]] == ["causal mask", "no mask"]
+    with torch_threads(1):
+        lone = run_training("mask", {"seed": 1, "steps": 6})
+    for stacked, alone in zip(sweep["arms"], lone["arms"], strict=True):
+        curve = stacked["runs"][1]["loss"]
+        assert len(curve) == 6 and all(abs(a - b) <= 1e-4 * b for a, b in zip(curve, alone["loss"], strict=True))
+    verdict = sweep["verdict"]
+    assert verdict["seeds"] == 3 and verdict["answer"] in ("causal mask", "no mask", "no reliable difference")
+
+    table = _run("sweep", "--comparison", "mask", "--seeds", "2", "--steps", "3", "--threads", "1")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("mask: 2 seeds per arm") and lines[-1].startswith("verdict: ")
+    assert any(line.startswith("causal mask") for line in lines) and any(line.startswith("no mask") for line in lines)

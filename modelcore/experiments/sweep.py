@@ -1,0 +1,377 @@
+"""Seeds trained together: S models of one configuration stacked along a leading dimension, trained as one.
+
+Each seed keeps what its lone run has: its own initial weights (the very EncoderDecoder that `build_probe` makes
+from that seed), its own task data and batch order (its BatchStream), and its own Adam moments (Adam is elementwise,
+so one Adam over the stacked tensors is S Adams). The forward pass is the model's own arithmetic written over a
+seed dimension: each linear layer one batched matmul (torch.baddbmm) over the S weight matrices, attention a
+matmul over seeds x batch x heads with an additive mask (scaled_dot_product_attention has no batching rule on the
+CPU), norms and the loss per position. Each seed's loss is its own batch's mean, so its gradient is its lone run's.
+
+Batches of different lengths are padded to the longest of the step: padded keys are masked, padded targets are not
+counted, so the seed's loss is the same sum of the same terms (measured: within 1e-5 relative of the lone run at
+every step; `bench/sweep.py` and tests/modelcore/experiments/test_sweep.py check it).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from modelcore.experiments.comparisons import Arm, comparison_arms
+from modelcore.experiments.runs import build_probe, final_loss, probe_task
+from modelcore.experiments.spec import RunConfig
+from modelcore.model import EncoderDecoder
+from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID
+from modelcore.training.batching import Batch, BatchStream, Example, collate, encode_pairs
+
+MAX_SEEDS = 64
+Progress = Callable[[dict[str, Any]], None]
+
+
+class StackedModel:
+    """The parameters of S EncoderDecoders of one configuration, stacked: leaf tensors of shape (S, ...).
+
+    An attention's projections are kept as one matrix: W^Q, W^K, W^V side by side for self-attention, W^K and
+    W^V for cross-attention (one matmul instead of three; Adam, elementwise, is the same on the joined tensor).
+    """
+
+    def __init__(self, models: Sequence[EncoderDecoder]) -> None:
+        if not models:
+            raise ValueError("need at least one model")
+        config = models[0].config
+        if config.tie_embeddings or config.share_embeddings:
+            raise ValueError("stacked training does not tie embeddings")
+        if config.dropout:
+            raise ValueError("stacked training runs without dropout, as the probe runs do")
+        if any(m.config != config for m in models):
+            raise ValueError("every stacked model needs the same configuration")
+        self.config = config
+        self.seeds = len(models)
+        states = [dict(m.named_parameters()) for m in models]
+        self.params: dict[str, Tensor] = {}
+        for stacked_name, names in _joined_names(states[0]).items():
+            with torch.no_grad():
+                joined = torch.stack([torch.cat([s[n].detach() for n in names]) for s in states])
+            self.params[stacked_name] = joined.contiguous().requires_grad_(True)
+        self._joins = _joined_names(states[0])
+        self.table = models[0].positional.table  # the sinusoids (max_len, d_model)
+
+    def parameters(self) -> list[Tensor]:
+        return list(self.params.values())
+
+    def model(self, index: int) -> EncoderDecoder:
+        """Seed `index`'s weights as a plain EncoderDecoder (for evaluation, or to save)."""
+        model = EncoderDecoder(self.config)
+        own = dict(model.named_parameters())
+        with torch.no_grad():
+            for stacked_name, names in self._joins.items():
+                parts = self.params[stacked_name][index].split([own[n].size(0) for n in names])
+                for n, part in zip(names, parts, strict=True):
+                    own[n].copy_(part)
+        return model.eval()
+
+    # The forward pass, over (S, B, T) ids.
+    def logits(self, src: Tensor, tgt_in: Tensor, causal: bool = True) -> Tensor:
+        """src (S, B, Ls), tgt_in (S, B, T) -> logits (S, B, T, V)."""
+        S, B, Ls = src.shape
+        T = tgt_in.size(2)
+        c = self.config
+        src_mask = (src != PAD_ID).view(S * B, 1, 1, Ls)
+        tgt_mask = (tgt_in != PAD_ID).view(S * B, 1, 1, T)
+        if causal:
+            tgt_mask = tgt_mask & torch.ones(T, T, dtype=torch.bool).tril()
+        x = self._embed("src_embed", src)  # (S, B*Ls, d)
+        for i in range(c.n_encoder_layers):
+            x = self._encoder_layer(f"encoder.layers.{i}.", x, B, Ls, src_mask)
+        memory = self._final_norm("encoder.norm.", x)
+        y = self._embed("tgt_embed", tgt_in)
+        for i in range(c.n_decoder_layers):
+            y = self._decoder_layer(f"decoder.layers.{i}.", y, memory, B, T, Ls, tgt_mask, src_mask)
+        y = self._final_norm("decoder.norm.", y)
+        out = self._linear("generator.", y)  # (S, B*T, V)
+        return out.view(S, B, T, -1)
+
+    def _embed(self, name: str, ids: Tensor) -> Tensor:
+        S, B, L = ids.shape
+        table = self.params[f"{name}.embedding.weight"]  # (S, V, d)
+        V, d = table.shape[1:]
+        offset = (torch.arange(S) * V).view(S, 1, 1)
+        x = F.embedding(ids + offset, table.reshape(S * V, d)) * math.sqrt(d)  # (S, B, L, d)
+        return (x + self.table[:L]).view(S, B * L, d)
+
+    def _linear(self, prefix: str, x: Tensor) -> Tensor:
+        """x (S, N, d_in) -> (S, N, d_out) with each seed's own weight (d_out, d_in) and bias."""
+        weight, bias = self.params[prefix + "weight"], self.params[prefix + "bias"]
+        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+    def _norm(self, prefix: str, x: Tensor) -> Tensor:
+        d = x.size(-1)
+        weight = self.params[prefix + "weight"].unsqueeze(1)
+        if self.config.norm == "rmsnorm":
+            return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * weight
+        return torch.addcmul(self.params[prefix + "bias"].unsqueeze(1), F.layer_norm(x, (d,), eps=1e-5), weight)
+
+    def _final_norm(self, prefix: str, x: Tensor) -> Tensor:
+        return self._norm(prefix, x) if self.config.norm_position == "pre" else x
+
+    def _heads(self, t: Tensor, B: int, length: int) -> Tensor:
+        S, _, d = t.shape
+        h = self.config.n_heads
+        return t.view(S * B, length, h, d // h).transpose(1, 2)  # (SB, h, L, dk)
+
+    def _attend(self, prefix: str, q: Tensor, k: Tensor, v: Tensor, B: int, Tq: int, Tk: int, mask: Tensor) -> Tensor:
+        S, _, d = q.shape
+        out = F.scaled_dot_product_attention(self._heads(q, B, Tq), self._heads(k, B, Tk), self._heads(v, B, Tk),
+                                             attn_mask=mask)  # (SB, h, Tq, dk)
+        return self._linear(prefix + "out_proj.", out.transpose(1, 2).reshape(S, B * Tq, d))
+
+    def _self_attention(self, prefix: str, x: Tensor, B: int, T: int, mask: Tensor) -> Tensor:
+        q, k, v = self._linear(prefix + "in_proj.", x).chunk(3, dim=-1)
+        return self._attend(prefix, q, k, v, B, T, T, mask)
+
+    def _cross_attention(self, prefix: str, y: Tensor, memory: Tensor, B: int, T: int, Ls: int,
+                         mask: Tensor) -> Tensor:
+        q = self._linear(prefix + "q_proj.", y)
+        k, v = self._linear(prefix + "kv_proj.", memory).chunk(2, dim=-1)
+        return self._attend(prefix, q, k, v, B, T, Ls, mask)
+
+    def _ffn(self, prefix: str, x: Tensor) -> Tensor:
+        return self._linear(prefix + "ffn.linear2.", torch.relu(self._linear(prefix + "ffn.linear1.", x)))
+
+    def _encoder_layer(self, p: str, x: Tensor, B: int, L: int, src_mask: Tensor) -> Tensor:
+        skip = self.config.residual
+        if self.config.norm_position == "post":
+            a = self._self_attention(p + "self_attn.", x, B, L, src_mask)
+            x = self._norm(p + "norm1.", x + a if skip else a)
+            f = self._ffn(p, x)
+            return self._norm(p + "norm2.", x + f if skip else f)
+        a = self._self_attention(p + "self_attn.", self._norm(p + "norm1.", x), B, L, src_mask)
+        x = x + a if skip else a
+        f = self._ffn(p, self._norm(p + "norm2.", x))
+        return x + f if skip else f
+
+    def _decoder_layer(self, p: str, y: Tensor, memory: Tensor, B: int, T: int, Ls: int, tgt_mask: Tensor,
+                       src_mask: Tensor) -> Tensor:
+        skip = self.config.residual
+        if self.config.norm_position == "post":
+            a = self._self_attention(p + "self_attn.", y, B, T, tgt_mask)
+            y = self._norm(p + "norm1.", y + a if skip else a)
+            c = self._cross_attention(p + "cross_attn.", y, memory, B, T, Ls, src_mask)
+            y = self._norm(p + "norm2.", y + c if skip else c)
+            f = self._ffn(p, y)
+            return self._norm(p + "norm3.", y + f if skip else f)
+        a = self._self_attention(p + "self_attn.", self._norm(p + "norm1.", y), B, T, tgt_mask)
+        y = y + a if skip else a
+        c = self._cross_attention(p + "cross_attn.", self._norm(p + "norm2.", y), memory, B, T, Ls, src_mask)
+        y = y + c if skip else c
+        f = self._ffn(p, self._norm(p + "norm3.", y))
+        return y + f if skip else f
+
+    def seed_losses(self, batch: StackedBatch, causal: bool = True) -> Tensor:
+        """Each seed's mean cross-entropy over its own batch's counted target tokens: (S,)."""
+        logits = self.logits(batch.src, batch.tgt_in, causal)  # (S, B, T, V)
+        S = logits.size(0)
+        per_token = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1),
+                                    ignore_index=PAD_ID, reduction="none").view(S, -1)
+        return per_token.sum(dim=1) / batch.n_tokens
+
+
+def _joined_names(params: dict[str, Tensor]) -> dict[str, list[str]]:
+    """Stacked parameter name -> the EncoderDecoder parameters it joins (in order, along the first dimension)."""
+    joins: dict[str, list[str]] = {}
+    for name in params:
+        prefix, _, leaf = name.rpartition(".")
+        attn, _, proj = prefix.rpartition(".")
+        if proj in ("q_proj", "k_proj", "v_proj") and attn.endswith("self_attn"):
+            joins.setdefault(f"{attn}.in_proj.{leaf}", []).append(name)
+        elif proj in ("k_proj", "v_proj") and attn.endswith("cross_attn"):
+            joins.setdefault(f"{attn}.kv_proj.{leaf}", []).append(name)
+        else:
+            joins[name] = [name]
+    return joins
+
+
+@dataclass
+class StackedBatch:
+    """One batch per seed, padded to a common shape: src (S, B, Ls), tgt_in and tgt_out (S, B, T)."""
+
+    src: Tensor
+    tgt_in: Tensor
+    tgt_out: Tensor
+    n_tokens: Tensor  # (S,) counted target tokens of each seed's own batch
+
+
+def stack_batches(batches: Sequence[Batch]) -> StackedBatch:
+    """Pad each seed's batch to the step's largest shape. A filler row (when a seed's batch is smaller, at an
+    epoch's end) is one <eos> and one <bos> with nothing to predict: it attends somewhere and costs nothing."""
+    S = len(batches)
+    B = max(b.src.size(0) for b in batches)
+    Ls = max(b.src.size(1) for b in batches)
+    T = max(b.tgt_in.size(1) for b in batches)
+    src = torch.full((S, B, Ls), PAD_ID, dtype=torch.long)
+    tgt_in = torch.full((S, B, T), PAD_ID, dtype=torch.long)
+    tgt_out = torch.full((S, B, T), PAD_ID, dtype=torch.long)
+    src[:, :, 0], tgt_in[:, :, 0] = EOS_ID, BOS_ID
+    for s, b in enumerate(batches):
+        n, ls, t = b.src.size(0), b.src.size(1), b.tgt_in.size(1)
+        src[s, :n, :ls] = b.src
+        src[s, :n, ls:] = PAD_ID
+        tgt_in[s, :n, :t] = b.tgt_in
+        tgt_in[s, :n, t:] = PAD_ID
+        tgt_out[s, :n, :t] = b.tgt_out
+    counted = torch.tensor([float(b.n_tokens) for b in batches])
+    return StackedBatch(src, tgt_in, tgt_out, counted)
+
+
+def _optimizer(params: list[Tensor], config: RunConfig) -> torch.optim.Optimizer:
+    """One Adam over the stacked tensors (elementwise: S Adams), the lone runs' settings, fused."""
+    return torch.optim.Adam(params, lr=config.lr, betas=config.betas, eps=1e-9, foreach=True)
+
+
+@dataclass
+class _Seed:
+    seed: int
+    stream: BatchStream
+    valid: list[Example]
+    blowup: float
+    losses: list[float]
+    status: str = "completed"
+    diverged_at: int | None = None
+    reason: str = ""
+
+
+def _divergence(loss: float, blowup: float) -> str:
+    if not math.isfinite(loss):
+        return "nan"
+    return "blow-up" if loss > blowup else ""
+
+
+def train_stacked(
+    arm: Arm,
+    seeds: Sequence[int],
+    *,
+    on_step: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Train `arm` once per seed, all seeds as one batched model; each seed's curve is its lone run's.
+
+    Returns {"label", "seeds", "runs": [{"seed", "loss", "final_loss", "status", "diverged_at", "reason",
+    "valid": {"loss", "accuracy"}}], "seconds"}. A probe arm's seed that diverges (NaN, or a loss over
+    blowup_factor x ln V) stops being recorded there, as its lone run stops; the others go on.
+    """
+    seeds = list(seeds)
+    if not 1 <= len(seeds) <= MAX_SEEDS or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"seeds must be 1 to {MAX_SEEDS} different whole numbers from 0")
+    started = time.perf_counter()
+    config = arm.config
+    models, states = [], []
+    for seed in seeds:
+        seed_config = config.replace(seed=seed)
+        probe = build_probe(seed_config, probe_task(seed_config))
+        max_len = probe.model.config.max_len
+        examples = encode_pairs(probe.task.train, probe.src_tokenizer, probe.tgt_tokenizer, max_len)
+        valid = encode_pairs(probe.task.valid, probe.src_tokenizer, probe.tgt_tokenizer, max_len)
+        blowup = config.blowup_factor * math.log(probe.tgt_tokenizer.vocab_size)
+        models.append(probe.model)
+        states.append(_Seed(seed, BatchStream(examples, config.batch_size, seed), valid, blowup, []))
+    if len({m.config for m in models}) != 1:
+        raise ValueError("the seeds' tasks give vocabularies of different sizes: they cannot be stacked")
+    stacked = StackedModel(models)
+    del models
+    optimizer = _optimizer(stacked.parameters(), config)
+    probe_loop = arm.loop == "probe"
+    live = list(range(len(seeds)))
+    for step in range(1, config.steps + 1):
+        lr = config.rate(step) if probe_loop else config.lr
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch = stack_batches([s.stream.next() for s in states])
+        losses = stacked.seed_losses(batch, arm.causal)
+        optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        values = losses.tolist()
+        for i in list(live):
+            state = states[i]
+            reason = _divergence(values[i], state.blowup) if probe_loop else ""
+            if reason:  # as the lone run: this step is not kept, and the seed stops here
+                state.status, state.diverged_at, state.reason = "diverged", step, reason
+                live.remove(i)
+            else:
+                state.losses.append(values[i])
+        if not live:
+            break
+        optimizer.step()  # a stopped seed's slice goes on moving; nothing of it is read or kept
+        if on_step is not None:
+            on_step({"step": step, "steps": config.steps, "loss": [values[i] for i in live]})
+        if should_stop is not None and should_stop():
+            for i in live:
+                states[i].status = "stopped"
+            break
+    valid = _validate(stacked, states, arm.causal)
+    runs = [{"seed": s.seed, "loss": s.losses, "final_loss": final_loss([round(v, 5) for v in s.losses]),
+             "status": s.status, "diverged_at": s.diverged_at, "reason": s.reason, "valid": v}
+            for s, v in zip(states, valid, strict=True)]
+    return {"label": arm.label, "seeds": seeds, "config": config.to_dict(), "causal": arm.causal, "runs": runs,
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+@torch.no_grad()
+def _validate(stacked: StackedModel, states: list[_Seed], causal: bool) -> list[dict[str, float]]:
+    """Teacher-forced loss and token accuracy of each seed on its own validation pairs, all seeds at once."""
+    batch = stack_batches([collate(s.valid) for s in states])
+    logits = stacked.logits(batch.src, batch.tgt_in, causal)
+    S = logits.size(0)
+    counted = (batch.tgt_out != PAD_ID).view(S, -1)
+    per_token = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1),
+                                ignore_index=PAD_ID, reduction="none").view(S, -1)
+    right = (logits.argmax(-1).view(S, -1) == batch.tgt_out.view(S, -1)) & counted
+    n = counted.sum(dim=1).clamp(min=1)
+    losses, accuracy = (per_token.sum(dim=1) / n).tolist(), (right.sum(dim=1) / n).tolist()
+    return [{"loss": round(a, 5), "accuracy": round(b, 4)} for a, b in zip(losses, accuracy, strict=True)]
+
+
+def sweep(
+    name: str,
+    seeds: int | Sequence[int],
+    *,
+    steps: int | None = None,
+    base: RunConfig | None = None,
+    on_progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Comparison `name` (modelcore.experiments.comparisons) with S seeds per arm, each arm's seeds stacked.
+
+    `seeds`: a count S (seeds 0 .. S-1) or the seeds themselves. Returns {"comparison", "seeds", "steps",
+    "arms": [train_stacked's result + "final_losses"], "verdict"} where the verdict is
+    modelcore.experiments.verdict.verdict over each arm's final losses.
+    """
+    from modelcore.experiments.verdict import verdict
+
+    chosen = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    arms = comparison_arms(name, base)
+    if steps is not None:
+        arms = tuple(Arm(a.label, a.config.replace(steps=steps), a.causal, a.loop) for a in arms)
+    report = on_progress or (lambda _info: None)
+    results = []
+    for i, arm in enumerate(arms):
+        def on_step(info: dict[str, Any], i: int = i, arm: Arm = arm) -> None:
+            done = (i * info["steps"] + info["step"]) / (len(arms) * info["steps"])
+            losses = info["loss"]
+            report({"progress": done, "arm": arm.label, "step": info["step"], "steps": info["steps"],
+                    "loss": statistics.fmean(losses) if losses else None})
+
+        result = train_stacked(arm, chosen, on_step=on_step, should_stop=should_stop)
+        result["final_losses"] = [run["final_loss"] for run in result["runs"]]
+        results.append(result)
+    labels = [r["label"] for r in results]
+    finals = {r["label"]: [v for v in r["final_losses"] if v is not None] for r in results}
+    return {"comparison": name, "seeds": chosen, "steps": arms[0].config.steps, "arms": results,
+            "verdict": verdict(finals).to_dict() if all(finals[label] for label in labels) else None}

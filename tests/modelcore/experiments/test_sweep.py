@@ -1,0 +1,84 @@
+"""Seeds trained stacked give each seed the curve its lone run gives (same seed, same batches)."""
+from __future__ import annotations
+
+import pytest
+
+from modelcore.experiments import torch_threads
+from modelcore.experiments.comparisons import COMPARISONS, PROBE_BASE, Arm, comparison_arms
+from modelcore.experiments.runs import train_probe
+from modelcore.experiments.sweep import sweep, train_stacked
+from modelcore.lesson.training import BASE, _train_arm
+
+SEEDS = (0, 1, 2, 3)
+STEPS = 3
+TOLERANCE = 1e-4  # relative, at every logged step
+
+
+def _lone_losses(arm: Arm, seed: int) -> list[float]:
+    """The run as the pages train it today, alone: the lesson's loop, or the experiments' train_probe."""
+    config = arm.config.replace(seed=seed)
+    if arm.loop == "lesson":
+        return _train_arm(config, arm.causal, lambda _step, _loss: None)["loss"]
+    return train_probe(config)["loss"]
+
+
+def _short(arm: Arm, steps: int = STEPS) -> Arm:
+    return Arm(arm.label, arm.config.replace(steps=steps), arm.causal, arm.loop)
+
+
+CASES = [pytest.param(name, i, id=f"{name}-{arm.label}") for name in COMPARISONS
+         for i, arm in enumerate(comparison_arms(name))]
+# Layouts no page compares but a student's own run can ask for; and a training set smaller than two batches, so
+# that a seed's epoch ends with a short batch while another seed's does not (filler rows).
+EXTRA = [
+    pytest.param(Arm("post, no residual", PROBE_BASE.replace(layers=2, residual=False)), id="post-no-residual"),
+    pytest.param(Arm("rmsnorm", PROBE_BASE.replace(layers=2, norm="rmsnorm", norm_position="pre")), id="rmsnorm"),
+    pytest.param(Arm("short epochs", BASE.replace(n_train=45), loop="lesson"), id="short-epochs"),
+]
+
+
+def _assert_same_curves(arm: Arm) -> None:
+    with torch_threads(1):
+        stacked = train_stacked(arm, SEEDS)
+        for run, seed in zip(stacked["runs"], SEEDS, strict=True):
+            lone = _lone_losses(arm, seed)
+            assert run["seed"] == seed and len(run["loss"]) == len(lone) == arm.config.steps
+            for step, (mine, theirs) in enumerate(zip(run["loss"], lone, strict=True), start=1):
+                assert abs(mine - theirs) <= TOLERANCE * abs(theirs), (seed, step, mine, theirs)
+    # Different seeds are different runs, not copies of one.
+    assert len({run["loss"][0] for run in stacked["runs"]}) == len(SEEDS)
+
+
+@pytest.mark.parametrize(("name", "index"), CASES)
+def test_each_seed_of_every_comparison_matches_its_lone_run(name, index):
+    _assert_same_curves(_short(comparison_arms(name)[index]))
+
+
+@pytest.mark.parametrize("arm", EXTRA)
+def test_other_layouts_and_short_epochs_match_their_lone_runs(arm):
+    _assert_same_curves(_short(arm, steps=STEPS if arm.config.n_train > 100 else 4))
+
+
+@pytest.fixture(autouse=True)
+def _no_validation(monkeypatch):
+    """The lone probe runs' periodic validation (greedy decoding) changes nothing in training: skipped, for time."""
+    monkeypatch.setattr("modelcore.experiments.runs._evaluate", lambda _probe, step: {"step": step})
+
+
+def test_the_lesson_s_comparisons_stack_the_lesson_s_own_settings():
+    assert comparison_arms("mask")[0].config == BASE
+    assert [a.config.d_ff for a in comparison_arms("ffn")] == [32, 64, 128]
+
+
+def test_a_sweep_returns_every_seed_of_every_arm_and_a_verdict():
+    with torch_threads(1):
+        result = sweep("mask", 2, steps=2)
+    assert [arm["label"] for arm in result["arms"]] == ["causal mask", "no mask"]
+    assert all(arm["seeds"] == [0, 1] and len(arm["final_losses"]) == 2 for arm in result["arms"])
+    assert result["verdict"]["seeds"] == 2
+
+
+@pytest.mark.parametrize("seeds", [[], [1, 1], [-1]])
+def test_bad_seeds_are_refused(seeds):
+    with pytest.raises(ValueError):
+        train_stacked(comparison_arms("mask")[0], seeds)

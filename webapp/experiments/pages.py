@@ -9,8 +9,8 @@ from typing import Any
 DEFAULTS_DIR = Path(__file__).resolve().parent / "defaults"
 
 # The probe run behind every default comparison: 6+6 layers, d_model 64, constant rate, no warmup.
-# At lr 3e-3 Post-LN without warmup stays at the uniform guess on `reverse` while Pre-LN learns it
-# (docs/experiments.md has the figures).
+# At lr 3e-3 Post-LN without warmup stays at the unigram guess on `reverse` (each token by its frequency in the
+# targets: <eos> everywhere) while Pre-LN learns it (docs/experiments.md has the figures).
 PROBE = {"task": "reverse", "layers": 6, "d_model": 64, "d_ff": 256, "steps": 300, "lr": 3e-3}
 INIT = {"layers": 6, "d_model": 128, "d_ff": 512}  # the gradient measurements at initialisation
 # The residual page switches the residual only, in the layout where it is a clean identity path.

@@ -180,6 +180,7 @@ _QUALIFIERS = frozenset({"older", "younger", "elder", "little", "big", "small", 
 _ENGLISH_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
+@lru_cache(maxsize=65536)
 def lemmas(word: str) -> frozenset[str]:
     """The base forms an English word may stand for: books -> book, carried -> carry, bigger -> big, ate -> eat."""
     w = word.lower()
@@ -211,6 +212,7 @@ def _synonyms() -> dict[str, frozenset[str]]:
     return {word: frozenset(group) for word, group in table.items()}
 
 
+@lru_cache(maxsize=65536)
 def match_keys(word: str) -> frozenset[str]:
     """What an English word is matched by: its base forms and their listed synonyms."""
     forms = set(lemmas(word))
@@ -439,12 +441,12 @@ def _senses(word: str, entries: Mapping[str, Entry]) -> list[tuple[str, ...]]:
     return [s for s in senses if s]
 
 
-def _find(sense: tuple[str, ...], output: Sequence[frozenset[str]], tokens: Sequence[str]) -> str | None:
-    """The output words that say every word of the sense, or None."""
+def _find(sense: tuple[str, ...], output: Mapping[str, str], tokens: Sequence[str]) -> str | None:
+    """The output words that say every word of the sense, or None (`output`: each key of an output word -> the
+    first output word it is a key of)."""
     found = []
     for gloss_word in sense:
-        wanted = match_keys(gloss_word)
-        hit = next((tokens[i] for i, keys in enumerate(output) if keys & wanted), None)
+        hit = next((output[key] for key in match_keys(gloss_word) if key in output), None)
         if hit is None:  # a compound said by its head: wristwatch as watch
             hit = next((t for t in tokens if len(t) >= 4 and gloss_word.endswith(t) and gloss_word != t), None)
         if hit is None:
@@ -462,7 +464,10 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
     entries = dictionary()
     known = _jieba_tags()
     tokens = english_tokens(output)
-    output_keys = [match_keys(t) for t in tokens]
+    output_keys: dict[str, str] = {}
+    for token in tokens:
+        for key in match_keys(token):
+            output_keys.setdefault(key, token)
     has_negation = any(is_negation(t) for t in tokens)
     words: list[tuple[str, str, list[tuple[str, ...]]]] = []  # (word, kind, senses)
     cut = [w for w in _segmenter().lcut(source, HMM=True) if _is_word(w)]

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from webapp.accounts.permissions import admins_only, signed_in
 from webapp.registry.alignment import alignment_for
 from webapp.registry.cards import card_for
+from webapp.registry.coverage import coverage_for
 from webapp.registry.learning import learning_curve_for
 from webapp.registry.models import TrainedModel
 from webapp.registry.reliability import reliability_for
@@ -29,7 +30,8 @@ def model_detail(request: HttpRequest, name: str) -> HttpResponse:
     card = card_for(name=model.name, task=model.task)
     context = {"model": model, "history": history, "card": card, "alignment": alignment_for(folder=model.folder),
                "learning_curve": learning_curve_for(folder=model.folder),
-               "reliability": reliability_for(folder=model.folder, checkpoint_hash=model.checkpoint_hash)}
+               "reliability": reliability_for(folder=model.folder, checkpoint_hash=model.checkpoint_hash),
+               "coverage": coverage_for(folder=model.folder)}
     return render(request, "registry/detail.html", context)
 
 

@@ -141,9 +141,9 @@ def test_the_docs_give_the_figures_of_the_data_file(doc: str) -> None:
 
 
 def test_the_model_card_gives_the_figures_of_the_data_file() -> None:
-    from webapp.registry.cards import coverage_figures
+    from webapp.registry.coverage import coverage_for
 
-    shown = coverage_figures("zh-en-hsk")
+    shown = coverage_for(folder=load_model("zh-en-hsk").path)
     figures = _figures()
     assert shown is not None
     assert [row["sentences"] for row in shown["sets"]] == [figures["tatoeba_test"]["sentences"],

@@ -24,6 +24,7 @@ from webapp.lesson.services import (
     training_queue_place,
     workers_present,
 )
+from webapp.registry.coverage import lesson_example
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
 
@@ -84,7 +85,8 @@ def page_context(user: Any, page: str, **extra: Any) -> dict[str, Any]:
 
 # What each page's view adds to the shared context (the figures some pages draw).
 PAGE_EXTRAS = {
-    "decoder": lambda: {"run": training_latest(kind="mask"), "alignment": content.alignment()},
+    "decoder": lambda: {"run": training_latest(kind="mask"), "alignment": content.alignment(),
+                        "dropped": lesson_example()},
     "questions": lambda: {"run": training_latest(kind="ffn"), "figures": {"masks": masks_figure(7)},
                           "stacks": {"stacks": stacks_figure(4, 3)}},
     "glossary": lambda: {"terms": content.glossary()},

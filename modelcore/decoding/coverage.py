@@ -436,7 +436,7 @@ def _senses(word: str, entries: Mapping[str, Entry]) -> list[tuple[str, ...]]:
     entry = entries.get(word)
     if entry is not None:
         senses.extend(s for s in entry.senses if s not in senses)
-        if entry.name and entry.pinyin:
+        if entry.name and entry.pinyin and (entry.pinyin,) not in senses:
             senses.append((entry.pinyin,))
     return [s for s in senses if s]
 

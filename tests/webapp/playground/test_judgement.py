@@ -22,13 +22,16 @@ async def test_the_done_frame_warns_of_unknown_words_and_low_confidence(worker, 
     done = (await until_final(ws))[-1]
     assert done["type"] == "done" and done["calibrated"] is True
     assert done["unknown_words"] == ["哥哥", "北京", "工作"]
-    assert done["warnings"] == ["low_confidence", "unknown_words"]
+    assert done["warnings"] == ["low_confidence", "unknown_words", "dropped_words"]
     assert done["confidence"] < done["confidence_threshold"]
+    # The word check says which source words the output lost: 北京 is a name, always reported.
+    assert {"word": "北京", "kind": "name", "covered": False, "looked_for": ["beijing"]} in done["coverage"]
     await ws.send_json_to({"type": "decode", "model": "zh-en-post", "source": "我的猫追了一只老鼠。",
                            "strategy": "beam"})
     done = (await until_final(ws))[-1]
     assert done["text"] == "my cat chased a mouse ." and done["warnings"] == []
     assert done["confidence"] > done["confidence_threshold"]
+    assert done["coverage"] and all(word["covered"] for word in done["coverage"])
     await ws.disconnect()
 
 

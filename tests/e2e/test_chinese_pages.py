@@ -25,6 +25,7 @@ NAMES = {
     "kib", "mib",  # binary units, as kb and mb (the KV cache's size, the attention weights' memory)
     "pytorch", "flashattention",  # a library and a kernel's names (the untrained RNNs' weights, the n² memory)
     "ioffe", "szegedy", "santurkar", "tsipras", "ilyas", "madry",  # authors (BatchNorm; internal covariate shift)
+    "devlin",  # an author (BERT's masking)
 }
 # Where English belongs: code, formulas, the language switch, user data and the model's own English output.
 # In the playground the model's own tokens (chips, tick labels, beam tree points) are its English output.

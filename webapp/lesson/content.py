@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -113,8 +114,10 @@ class Erratum:
     evidence: str = ""  # a partial (templates/lesson/partials/) that shows the measured figures beside the correction
 
     def text(self) -> dict[str, str]:
-        return {"id": self.id, "quote": self.quote, "quote_en": self.quote_en, "correction": str(self.correction),
-                "evidence": self.evidence}
+        # The corrections are this module's own texts: they may mark an English word of a Chinese reading (the
+        # toy's "cat") with <span lang="en">, so that it is read, and left untranslated, as English.
+        return {"id": self.id, "quote": self.quote, "quote_en": self.quote_en,
+                "correction": mark_safe(str(self.correction)), "evidence": self.evidence}
 
 
 ERRATA = {e.id: e for e in (
@@ -162,9 +165,11 @@ ERRATA = {e.id: e for e in (
             "生成'cat'时，交叉注意力高度关注编码器的'猫'",
             "When generating 'cat', cross-attention focuses strongly on the encoder's '猫'",
             _("The toy's weights are random and never trained, so its attention has learned nothing to align. "
-              "Run as printed, the row it labels “cat” gives 猫, 追 and 老鼠 almost the same weight, and the "
-              "most to 老鼠. That row is also not the one that writes “cat”: its input is “cat”, so it "
-              "predicts the word after it; “cat” is written by the row before, whose input is “The”. Alignment "
+              "Run as printed, the row it labels <span lang=\"en\">“cat”</span> gives 猫, 追 and 老鼠 almost the "
+              "same weight, and the most to 老鼠. That row is also not the one that writes <span lang=\"en\">“cat”"
+              "</span>: its input is <span lang=\"en\">“cat”</span>, so it predicts the word after it; "
+              "<span lang=\"en\">“cat”</span> is written by the row before, whose input is <span lang=\"en\">“The”"
+              "</span>. Alignment "
               "is learned in training, and a trained model shows it: in the table, the shipped zh-en-post "
               "translates the toy's sentence, and in its last decoder layer the row that writes each English "
               "word puts most of its weight on the Chinese word it translates. The demonstration below shows "

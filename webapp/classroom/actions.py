@@ -1,9 +1,10 @@
-"""What a live session's socket does: one call per frame type (the console's actions, a participant's answer, a
-resync), joining and leaving, and what each classroom event becomes on this socket.
+"""What a live session's socket does: one call per frame type (the console's actions, `CONSOLE`; a participant's
+answer; a resync), joining and leaving, and what each classroom event becomes on this socket.
 
 The socket (webapp/classroom/consumers.py) parses a frame, calls the one function here with itself (a `Caller`) and
 the session, and sends what it answers; a refusal is a ClassroomError, which the socket sends as an `error` frame.
-Frames for every screen go out on the session's group (`publish`) and reach each socket through its relay.
+Frames for every screen go out on the session's group (relay.publish) and reach each socket through its relay. The
+session's run (start, step, cancel, view, its state, its end) is session_run.py's; the room a screen joins, room.py's.
 """
 from __future__ import annotations
 
@@ -12,32 +13,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-import orjson
 import redis
-from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 
-from webapp.classroom import history, lesson_steps, questions, services, wording
-from webapp.classroom import socket_state as stored
+from webapp.classroom import plans, questions, room, services, session_run, wording
 from webapp.classroom.errors import ClassroomError
-from webapp.classroom.frames import parse_run
+from webapp.classroom.experiment_progress import watch_experiment
 from webapp.classroom.models import LiveSession, Question, SessionState
 from webapp.classroom.presence import presence_change
-from webapp.classroom.relay import SessionRelay, event_message, relay_target, relays, session_group
+from webapp.classroom.relay import SessionRelay, publish
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
-from webapp.classroom.watch import watch_experiment, watch_queued, watch_run
+from webapp.classroom.steps import comparisons, demos, exercises, parts, screens
 from webapp.live.loops import per_loop
-from webapp.playground.handoff import job_send
-from webapp.playground.protocol import ProtocolError, parse_view_fields
-from webapp.playground.services import (
-    attention_view,
-    decode_cancel,
-    decode_step,
-    ended_attention,
-    new_job,
-    request_resync,
-)
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +56,7 @@ def _db(fn: Any) -> Any:
     return database_sync_to_async(fn, thread_sensitive=False)
 
 
-def _redis(fn: Any) -> Any:
-    return sync_to_async(fn, thread_sensitive=False)
-
-
-async def publish(code: str, frame: dict[str, Any], **extra: Any) -> None:
-    """A classroom event for every screen of the session, on every web process (relay.py)."""
-    await get_channel_layer().group_send(session_group(code), event_message(frame, **extra))
-
-
-# -- joining and leaving ----------------------------------------------------------------------------------
+# -- joining and leaving# -- joining and leaving ----------------------------------------------------------------------------------
 
 
 async def session_open(code: str, user: Any, scope: dict[str, Any]) -> LiveSession:
@@ -97,14 +75,8 @@ async def seat(user: Any, session: LiveSession) -> tuple[bool, bool]:
 
 
 async def relay_join(socket: Caller, session: LiveSession) -> SessionRelay:
-    """This process's relay of the session, with the socket among its screens."""
-    return await relays().join(
-        socket, socket.code, request_id=session.run_state.request_id, question=await _db(stored.open_public)(session),
-        on_final=stored.run_record, on_run=watch_run, on_gap=stored.run_gap)
-
-
-async def relay_leave(socket: Caller) -> None:
-    await relays().leave(socket, socket.code)
+    """This process's relay of the session, with the socket among its screens (it holds the open question's step)."""
+    return await session_run.relay_join(socket, session, await _db(room.open_public)(session))
 
 
 async def presence(socket: Caller, change: int) -> None:
@@ -114,54 +86,16 @@ async def presence(socket: Caller, change: int) -> None:
 async def snapshot(socket: Caller, session: LiveSession) -> dict[str, Any]:
     """The `session` frame (docs/classroom-socket.md). A console that joins while the class predicts an experiment
     follows its run again (its last console may have gone with its web process)."""
-    frame = await _db(stored.snapshot)(session, socket.user, socket.drives, socket.relay, socket.language)
+    frame = await _db(room.snapshot)(session, socket.user, socket.drives, socket.relay, socket.language)
     progress = ((frame.get("question") or {}).get("experiment") or {}).get("progress")
     if socket.drives and progress and progress["status"] not in ("succeeded", "failed"):
         watch_experiment(socket.code, frame["question"]["id"])
     return frame
 
 
-# -- the run's state, for a socket that joins, reconnects or saw a gap -----------------------------------
-
-
-async def state_send(socket: Caller, session: LiveSession) -> None:
-    """The current run's `state` to this socket: the relay's copy when whole, else the worker's (the socket waits
-    for it), else the kept transcript of an ended run."""
-    state = session.run_state
-    request_id = state.request_id
-    if not request_id:
-        return
-    relay = socket.relay
-    if state.running:
-        watch_run(relay, request_id)
-    else:
-        await ended_load(relay, state)
-    if relay.request_id == request_id and relay.complete:
-        await socket.send(text_data=relay.state_text())
-        return
-    if relay.request_id == request_id and relay.ended:  # ended here before this copy was whole: the worker's copy
-        relay.waiting.append(socket)
-        await stored.run_gap(relay, request_id, True)
-        return
-    if state.running:
-        relay.waiting.append(socket)
-        await _redis(request_resync)(request_id)
-        return
-    await socket.send(text_data=await stored.ended_state_text(request_id))
-
-
-async def ended_load(relay: SessionRelay, state: SessionState) -> None:
-    """A run that ended before this process followed it: its kept transcript goes to the relay, which holds back
-    an open question's step from it (and finds the model's top-k there for the question's options)."""
-    request_id = state.request_id
-    if request_id and not state.running and relay.request_id == request_id and not relay.complete:
-        frames = orjson.loads(await stored.ended_state_text(request_id))["frames"]
-        if frames:
-            relay.load_ended(request_id, frames)
-
-
 async def resync(socket: Caller) -> None:
-    await state_send(socket, await _live(socket.code))
+    """The run's `state` again, for a screen that saw a gap (session_run.state_send)."""
+    await session_run.state_send(socket, await _live(socket.code))
 
 
 # -- the console -------------------------------------------------------------------------------------------
@@ -178,55 +112,31 @@ async def session_driven(socket: Caller) -> LiveSession:
     """The session, read afresh, for a console action: ClassroomError unless it is live and this user drives it
     now (rights are read again at every action)."""
     session = await _live(socket.code)
-    if not await _db(stored.drives_now)(socket.user_id, session):
+    if not await _db(room.drives_now)(socket.user_id, session):
         raise ClassroomError("forbidden", "only the session's instructor (or an admin) drives it")
     return session
 
 
 async def console_run(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
-    try:
-        model_name, request = parse_run(frame, session.model_name, session.run_state.attention_view())
-        model = await _db(services.session_model_fields)(user=socket.user, name=model_name)
-    except ProtocolError as error:
-        raise ClassroomError(error.code, error.message) from error
-    await _cancel_running(socket, session)
-    job = new_job(user_id=socket.user_id, reply_channel=f"classroom.{socket.code}", request=request, model=model,
-                  relay=relay_target(socket.code))
-    state = {"source": request.source, "params": {**request.params, "step_mode": request.step_mode,
-                                                  "pace_ms": request.pace_ms},
-             "request_id": job["request_id"], "running": True, "tokens": [], "driver": socket.user_id}
-    await _db(stored.run_begin)(session, model_name, state, job["request_id"])
-    refusal = await job_send(job)
-    if refusal is not None:
-        await _db(services.session_state_update)(session=session, running=False)
-        raise ClassroomError(refusal.code, refusal.message)
-    asyncio.ensure_future(watch_queued(socket.relay, job["request_id"], closing=lambda: socket.closing,
-                                       refuse=socket.send_error))
-    # What the students' Fork opens: the worker's frames carry the source's tokens, not its text.
-    await publish(socket.code, {"type": "run", "model": model_name, "source": request.source,
-                                "params": {"strategy": request.params.get("strategy", "greedy")}})
+    """A new decode for every screen (session_run.run_start); an open question about the old one closes."""
+    await session_run.run_start(socket, session, frame, before=lambda: _questions_off(socket, session))
 
 
-async def _cancel_running(socket: Caller, session: LiveSession) -> None:
-    state = session.run_state
-    if state.running_request:
-        await _redis(decode_cancel)(user_id=state.driver or socket.user_id, request_ids=[state.running_request])
+async def _questions_off(socket: Caller, session: LiveSession) -> None:
     await _db(questions.questions_close)(session=session)
     if socket.relay.held_seq is not None:
         await publish(socket.code, {"type": "question_closed"})
 
 
 async def console_step(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
-    state, relay = session.run_state, socket.relay
-    if not state.stepping or (relay.ended and relay.request_id == state.request_id):
-        raise ClassroomError("not_stepping", "no step-by-step decode is running: press Step to start one")
-    await _redis(decode_step)(request_ids=[state.request_id])
+    await session_run.run_step(session, socket.relay)
 
 
 async def console_cancel(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
     if not session.run_state.running:
         raise ClassroomError("not_running", "nothing is running")
-    await _cancel_running(socket, session)
+    await session_run.run_cancel(session, socket.user_id)
+    await _questions_off(socket, session)
 
 
 async def console_views(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
@@ -234,16 +144,9 @@ async def console_views(socket: Caller, session: LiveSession, frame: dict[str, A
     views = services.parse_views(frame, (start.get("model_config") or {}).get("n_decoder_layers"))
     state = await _db(services.session_state_update)(session=session, **views)
     await publish(socket.code, {"type": "views", **views})
-    request_id = state.request_id
-    if not request_id:
-        return
-    view = parse_view_fields(state.attention_view())
-    if state.running:  # the worker sends every step so far in this view; later steps follow it
-        await _redis(attention_view)(request_id, view)
-        return
-    text = await _redis(ended_attention)(request_id, view)
-    if text is not None:
-        await publish(socket.code, orjson.loads(text))
+    ended = await session_run.run_view(state)  # a running run's worker sends its steps in the view itself
+    if ended is not None:
+        await publish(socket.code, ended)
 
 
 async def console_question(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
@@ -253,13 +156,13 @@ async def console_question(socket: Caller, session: LiveSession, frame: dict[str
         request_id, seq, options = _next_step(socket.relay, session.run_state, spec.kind)
     question = await _db(questions.question_open)(session=session, spec=spec, request_id=request_id, seq=seq,
                                                  options=options)
-    public = stored.public_question(question)
+    public = room.public_question(question)
     if seq is None:
         await publish(socket.code, public)
         return
     # The relays hold this step back before it exists: the step is asked for only once they know.
     await publish(socket.code, public, hold=seq)
-    await _redis(decode_step)(request_ids=[request_id])
+    await session_run.run_step(session, socket.relay)
 
 
 def _next_step(relay: SessionRelay, state: SessionState, kind: str) -> tuple[str, int, list[str]]:
@@ -278,8 +181,8 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     question = await _db(questions.open_question)(session)
     if question is None:
         raise ClassroomError("not_open", "no question is open")
-    options, explained = question.options, lesson_steps.exercise_answer(question)
-    measured = await _db(lesson_steps.experiment_answer)(question)
+    options, explained = question.options, exercises.exercise_answer(question)
+    measured = await _db(comparisons.experiment_answer)(question)
     if explained is not None:  # a lesson exercise: its own right option
         answer = explained[0]
     elif measured is not None:  # a training comparison: the arm that ended lowest
@@ -298,9 +201,9 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
             options = next_token_options(step)
     if answer is None:
         raise ClassroomError("no_answer", "the model's frame does not carry what this question asks")
-    results = await _db(stored.reveal_store)(question, answer, options)
-    reveal = await _db(stored.reveal_public)(question)
-    await _db(stored.reveal_shown)(session, question)
+    results = await _db(room.reveal_store)(question, answer, options)
+    reveal = await _db(room.reveal_public)(question)
+    await _db(room.reveal_shown)(session, question)
     await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
 
 
@@ -324,14 +227,14 @@ async def console_end(socket: Caller, session: LiveSession, frame: dict[str, Any
     """As the console page's End: the session ends, then a running decode is cancelled and kept from its worker's copy
     (every screen's socket closes with the end, none is left to keep it), its history saying the end stopped it; the
     screens are told who ended the session."""
-    ended = await _db(history.session_end_keeping_runs)(session=session)  # ends it, then cancels its decode
+    ended = await _db(session_run.session_end_keeping_run)(session=session)  # ends it, then cancels its decode
     await publish(socket.code, {"type": "ended", "reason": ended.end_reason})
 
 
 async def console_lesson(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
-    """A lesson page's part on every screen (lesson_steps.py)."""
-    lesson = await _db(lesson_steps.lesson_show)(session=session, frame=frame)
-    await publish(socket.code, lesson_steps.lesson_frame(lesson))
+    """A lesson page's part on every screen (steps/parts.py)."""
+    lesson = await _db(parts.lesson_show)(session=session, frame=frame)
+    await publish(socket.code, parts.lesson_frame(lesson))
 
 
 async def console_demo(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
@@ -339,31 +242,31 @@ async def console_demo(socket: Caller, session: LiveSession, frame: dict[str, An
     console hears why it was refused, and the screens that it was)."""
     await publish(socket.code, {"type": "demo_running", "kind": frame.get("kind")})
     try:
-        demo = await _db(lesson_steps.demo_for_class)(session=session, user=socket.user, frame=frame)
+        demo = await _db(demos.demo_for_class)(session=session, user=socket.user, frame=frame)
     except ClassroomError:
         await publish(socket.code, {"type": "demo_refused", "kind": frame.get("kind")})
         raise
     # The result travels once to each web process, which renders it once per language for its screens.
-    await publish(socket.code, lesson_steps.demo_frame(session, demo),
+    await publish(socket.code, demos.demo_frame(session, demo),
                   demo={k: demo[k] for k in ("kind", "result", "cached")})
 
 
 async def console_exercise(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
     """A lesson exercise asked as a multiple-choice question; the reveal names its right option and explains it."""
-    question = await _db(lesson_steps.exercise_ask)(session=session, frame=frame)
-    await publish(socket.code, await _db(stored.public_question)(question))
+    question = await _db(exercises.exercise_ask)(session=session, frame=frame)
+    await publish(socket.code, await _db(room.public_question)(question))
 
 
 async def console_experiment(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
     """The class predicts a lesson training comparison's outcome; its result is the reveal."""
-    question = await _db(lesson_steps.experiment_ask)(session=session, user=socket.user, frame=frame)
-    await publish(socket.code, await _db(stored.public_question)(question))
+    question = await _db(comparisons.experiment_ask)(session=session, user=socket.user, frame=frame)
+    await publish(socket.code, await _db(room.public_question)(question))
     watch_experiment(socket.code, question.pk)
 
 
 async def console_plan(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
     """The lesson plan the console steps through (the steps' frames come as the console's own)."""
-    await _db(lesson_steps.plan_choose)(session=session, user=socket.user, frame=frame)
+    await _db(plans.plan_choose)(session=session, user=socket.user, frame=frame)
 
 
 # -- participants ------------------------------------------------------------------------------------------
@@ -421,17 +324,17 @@ async def event_frame(socket: Caller, message: dict[str, Any]) -> dict[str, Any]
     elif kind == "reveal":
         frame = wording.reveal_for(frame, socket.language)
         if socket.drives:
-            frame = {**frame, "scores": await _db(stored.scores_of_class)(socket.code)}
+            frame = {**frame, "scores": await _db(room.scores_of_class)(socket.code)}
         else:
             right, score = message.get("results", {}).get(str(socket.user_id), (None, None))
             frame = {**frame, "you": {"answered": right is not None, "correct": right, "score": score}}
             if score is None:
-                frame["you"]["score"] = await _db(stored.score_of_user)(socket.code, socket.user_id)
+                frame["you"]["score"] = await _db(room.score_of_user)(socket.code, socket.user_id)
     elif kind == "presence" and not socket.drives:
         frame = {"type": "presence", "count": frame.get("count", 0)}
-    key = lesson_steps.html_key(socket.code, frame, socket.language)
+    key = screens.html_key(socket.code, frame, socket.language)
     if key is not None:  # what the screen shows of a lesson step, rendered once per language in this process
-        text = lesson_steps.html_kept(key) or await _db(lesson_steps.html_render)(key, socket.user, message.get("demo"))
+        text = screens.html_kept(key) or await _db(screens.html_render)(key, socket.user, message.get("demo"))
         frame = {**frame, "html": text}
     return frame
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import orjson
 
-from webapp.classroom import actions, lesson_steps
+from webapp.classroom import actions, session_run
 from webapp.classroom.errors import ClassroomError
+from webapp.classroom.steps.screens import scope_language
 from webapp.live.sockets import JsonSocket
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ class ClassroomSocket(JsonSocket):
         self.code = self.scope["url_route"]["kwargs"]["code"]
         self.user = self.scope["user"]
         self.user_id = self.user.pk
-        self.language = lesson_steps.scope_language(self.scope)  # what lesson steps' frames carry is rendered in it
+        self.language = scope_language(self.scope)  # what lesson steps' frames carry is rendered in it
         try:
             session = await actions.session_open(self.code, self.user, self.scope)
         except ClassroomError as refusal:
@@ -43,7 +44,7 @@ class ClassroomSocket(JsonSocket):
         self.drives, self.seated = await actions.seat(self.user, session)
         self._before_snapshot: list[str] | None = []  # what the relay hands this socket before its `session` frame
         self.relay = await actions.relay_join(self, session)
-        await actions.ended_load(self.relay, session.run_state)
+        await session_run.ended_load(self.relay, session.run_state)
         self.present = True
         await actions.presence(self, +1)
         snapshot = await actions.snapshot(self, session)
@@ -51,7 +52,7 @@ class ClassroomSocket(JsonSocket):
         await self.send_json(snapshot)  # the `session` frame first (docs/classroom-socket.md), then what came meanwhile
         for text in held:
             await self.send(text_data=text)
-        await actions.state_send(self, session)
+        await session_run.state_send(self, session)
 
     async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
         held = getattr(self, "_before_snapshot", None)
@@ -62,7 +63,7 @@ class ClassroomSocket(JsonSocket):
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "relay", None) is not None:
-            await actions.relay_leave(self)
+            await session_run.relay_leave(self)
         if getattr(self, "present", False):
             self.present = False
             try:

@@ -4,15 +4,14 @@ from __future__ import annotations
 from typing import Any
 
 from webapp.classroom.errors import ClassroomError
-from webapp.playground.protocol import DecodeRequest
-from webapp.playground.services import decode_request
+from webapp.playground.stream import DecodeRequest, ProtocolError, decode_request
 
 RUN_KEYS = ("source", "strategy", "beam_size", "temperature", "top_k", "top_p", "seed", "max_len", "min_len",
             "pace_ms", "step_mode")
 
 
 def parse_run(frame: dict[str, Any], session_model: str, view: dict[str, Any]) -> tuple[str, DecodeRequest]:
-    """A `run` frame -> the model's name and the checked decode; ClassroomError or ProtocolError naming what is wrong.
+    """A `run` frame -> the model's name and the checked decode; ClassroomError naming what is wrong.
 
     Every screen sees the attention in the session's `view`, with the page's alternatives.
     """
@@ -23,6 +22,9 @@ def parse_run(frame: dict[str, Any], session_model: str, view: dict[str, Any]) -
     unknown = sorted(set(extra) - set(RUN_KEYS))
     if unknown:
         raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
-    request = decode_request({"type": "decode", "model": model_name, "attention": True, "view": view,
-                              "top_alternatives": 8, **extra})
+    try:
+        request = decode_request({"type": "decode", "model": model_name, "attention": True, "view": view,
+                                  "top_alternatives": 8, **extra})
+    except ProtocolError as error:
+        raise ClassroomError(error.code, error.message) from error
     return model_name, request

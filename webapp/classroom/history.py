@@ -3,47 +3,18 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import time
 from typing import Any
 
-from django.utils import timezone
 from django.utils.translation import get_language, gettext_lazy
 
 from webapp.classroom import services
-from webapp.classroom.lesson_steps import experiment_public
-from webapp.classroom.models import Answer, LiveSession, Participant, Question, Run
+from webapp.classroom.models import Answer, LiveSession, Participant, Question
 from webapp.classroom.questions import answer_counts, open_question
 from webapp.classroom.relay import STEP_TYPES
+from webapp.classroom.session_run import ENDED_BY_SESSION, workers_copies
+from webapp.classroom.steps.comparisons import experiment_public
 from webapp.classroom.wording import words
-from webapp.playground.services import decode_cancel, ended_state
 
-
-def run_started(*, session: LiveSession, request_id: str, source: str, params: dict[str, Any]) -> Run:
-    return Run.objects.create(session=session, request_id=request_id, source=source, params=params)
-
-
-def run_finished(*, request_id: str, frames: list[dict[str, Any]], reason: str | None = None) -> None:
-    """Keep a run's frames (the transcript the history page replays), its text and why it stopped (`reason`: say
-    why instead of the last frame, e.g. a run the session's end cancelled)."""
-    run = Run.objects.filter(request_id=request_id).first()
-    if run is None:
-        return
-    final = frames[-1] if frames else {}
-    if reason is None and final.get("reason") == "cancelled" and not run.session.live:
-        reason = ENDED_BY_SESSION  # cancelled by the session's end, not by the Cancel button
-    run.frames = frames
-    run.text = str(final.get("text", ""))[:10_000]
-    run.reason = str(reason or final.get("reason") or final.get("code") or "")[:32]
-    run.ended_at = timezone.now()
-    run.save(update_fields=["frames", "text", "reason", "ended_at"])
-    tokens = [f.get("token") for f in frames if f.get("type") == "token"]
-    session = run.session
-    if session.run_state.request_id == request_id:
-        services.session_state_update(session=session, tokens=tokens, running=False)
-
-
-ENDED_BY_SESSION = "session_ended"  # a run's reason: the session ended while it ran (its decode was cancelled)
 # Why a run stopped, as its history says it: its `done` frame's reason, the error code it ended with, or the end.
 STOP_REASONS = {
     "eos": gettext_lazy("the end token"),
@@ -61,38 +32,6 @@ def stop_reason(reason: str) -> tuple[str, bool]:
     """What stopped a run, in the reader's language, and whether it was an error the reader may want the code of."""
     known = STOP_REASONS.get(reason)
     return (str(known), False) if known is not None else (str(gettext_lazy("an error")), True)
-WORKERS_COPY_WAIT_S = 3.0
-
-
-def session_end_keeping_runs(*, session: LiveSession, reason: str = LiveSession.ENDED_BY_INSTRUCTOR) -> LiveSession:
-    """End a session; a decode still running (a step-by-step one waits for its next Step) is cancelled and kept in
-    the history from its worker's copy, as every screen's socket closes with the end and none is left to keep it."""
-    state = session.run_state
-    request_id = state.running_request
-    services.session_end(session=session, reason=reason)  # first: whoever keeps the cancelled run sees it ended
-    if request_id:
-        decode_cancel(user_id=state.driver or session.instructor_id, request_ids=[request_id])
-        run_keep_workers_copy(request_id, wait_s=WORKERS_COPY_WAIT_S, reason=ENDED_BY_SESSION)
-    return session
-
-
-def run_keep_workers_copy(request_id: str, *, wait_s: float = 0.0, reason: str | None = None) -> bool:
-    """Keep a run nobody kept from the frames its worker kept when it ended (for a few minutes), waiting up to wait_s
-    for them; False when there is no such copy (yet)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        text = ended_state(request_id)
-        if text is not None:
-            break
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    if not Run.objects.filter(request_id=request_id, ended_at__isnull=True).exists():
-        return False  # a socket kept it meanwhile
-    frames = json.loads(text).get("frames", [])
-    cancelled = bool(frames) and frames[-1].get("reason") == "cancelled"
-    run_finished(request_id=request_id, frames=frames, reason=reason if cancelled else None)
-    return True
 
 
 def run_tokens(frames: list[dict[str, Any]]) -> list[str]:
@@ -109,7 +48,8 @@ def run_tokens(frames: list[dict[str, Any]]) -> list[str]:
 
 def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
     """A session's transcript: its runs, its questions with their counts and reveals; for a participant (`user`),
-    their own answer to each question and their score.
+    their own answer to each question and their score. It reads and writes nothing else: a run no screen kept is
+    shown from its worker's copy while that lasts (session_run keeps it at the console's next run or the end).
 
     While a question about a step is open, that step and every later one of its run are left out (for everyone, as on
     the live screens): the run shows the steps before it and no text or reason yet.
@@ -120,9 +60,14 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
     questions = [_question_shown(q, mine.get(q.pk)) for q in session.questions.all()]
     runs = list(session.runs.all())
     current = session.run_state.running_request if session.live else None
-    for run in runs:  # a run that ended unkept (its screens had all gone): its worker's copy, while it lasts
-        if run.ended_at is None and run.request_id != current and run_keep_workers_copy(run.request_id):
-            run.refresh_from_db()
+    unkept = [run.request_id for run in runs if run.ended_at is None and run.request_id != current]
+    copies = workers_copies(unkept)  # a run that ended while no screen followed it: its worker's copy, read only
+    for run in runs:
+        copy = copies.get(run.request_id)
+        if copy is not None:
+            run.frames = copy.get("frames", [])
+            final = run.frames[-1] if run.frames else {}
+            run.text, run.reason = str(final.get("text", "")), str(final.get("reason") or final.get("code") or "")
     held = open_question(session)
     if held is not None and held.seq is not None and held.kind != Question.CHOICE:
         for run in runs:
@@ -184,7 +129,7 @@ def frames_before_step(frames: list[dict[str, Any]], seq: int) -> list[dict[str,
     return frames
 
 
-def answers_csv(session: LiveSession) -> str:
+def answers_csv_text(session: LiveSession) -> str:
     """Every answer of the session: question, kind, step, student, answer, right, model's answer, when."""
     out = io.StringIO()
     writer = csv.writer(out)
@@ -207,8 +152,3 @@ def _safe_cell(value: object) -> str:
     starts with = + - @ tab or carriage return); every cell, as students and instructors type names and prompts."""
     text = str(value)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def run_frames(request_id: str) -> list[dict[str, Any]] | None:
-    run = Run.objects.filter(request_id=request_id).first()
-    return run.frames if run is not None and run.ended_at is not None else None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +22,15 @@ from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
 from webapp.classroom.models import Answer, LessonPlan, LiveSession
 from webapp.classroom.questions import parse_question
-from webapp.lesson.content import PREDICTIONS, exercise_page
-from webapp.lesson.parts import lesson_part
-from webapp.lesson.services import DEMO_KINDS
-from webapp.playground.protocol import ProtocolError
+from webapp.classroom.steps.comparisons import comparison_checked
+from webapp.classroom.steps.demos import demo_checked
+from webapp.classroom.steps.exercises import exercise_checked
+from webapp.classroom.steps.parts import part_checked
 
 FORMAT, VERSION = "encdec-lesson-plan", 1
 MAX_STEPS = 100
 MAX_NOTE = 300
 SHIPPED = Path(__file__).resolve().parent / "data" / "whole-lesson.json"
-DEMO_FIELDS = ("sentence", "partner", "layer", "head", "query", "norm", "model")
 
 
 class PlanError(ValueError):
@@ -48,39 +49,20 @@ def _step(step: Any) -> dict[str, Any]:
     if not isinstance(note, str) or len(note) > MAX_NOTE:
         raise ClassroomError("bad_params", f"a note is text of at most {MAX_NOTE} characters")
     fields = {k: v for k, v in step.items() if k not in ("do", "note")}
-    if do == "lesson":
-        if lesson_part(fields.get("page"), fields.get("part", "")) is None:
-            raise ClassroomError("bad_params", f"no lesson part {_shown(fields.get('page'))}#{_shown(fields.get('part', ''))}: "
-                                               "name a lesson page and one of its parts (page, part)")
-    elif do == "demo":
-        if fields.get("kind") not in DEMO_KINDS:
-            raise ClassroomError("bad_params", f"no demonstration {_shown(fields.get('kind'))}: its kind is one of: "
-                                               f"{', '.join(DEMO_KINDS)}")
-        unknown = sorted(set(fields) - {"kind", *DEMO_FIELDS})
-        if unknown:
-            raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
-    elif do == "exercise":
-        if not isinstance(fields.get("exercise"), str) or exercise_page(fields["exercise"]) is None:
-            raise ClassroomError("bad_params", f"no lesson exercise has the id {_shown(fields.get('exercise'))}")
-    elif do == "experiment":
-        if fields.get("kind") not in PREDICTIONS:
-            raise ClassroomError("bad_params", f"no experiment {_shown(fields.get('kind'))}: its kind is one of: "
-                                               f"{', '.join(PREDICTIONS)}")
-    elif do == "question":
-        parse_question(fields)
-    elif do == "decode":
-        try:
-            parse_run(fields, "any", {"head": "mean"})
-        except ProtocolError as error:
-            raise ClassroomError(error.code, error.message) from error
-    else:
-        raise ClassroomError("bad_params", "`do` is one of: lesson, demo, exercise, experiment, question, decode")
+    if "type" in fields:  # a step's frame type is its `do`: a plan cannot name another
+        raise ClassroomError("bad_params", "unknown field 'type' (a step's kind is its `do`)")
+    check = STEP_CHECKS.get(do)
+    if check is None:
+        raise ClassroomError("bad_params", f"`do` is one of: {', '.join(STEP_CHECKS)}")
+    check(fields)
     return {"do": do, **fields, **({"note": note} if note else {})}
 
 
-def _shown(value: Any) -> str:
-    """A bad value as an error names it: quoted, cut short."""
-    return repr(value if isinstance(value, (str, int, float, bool)) or value is None else type(value).__name__)[:50]
+# Each step kind checked by the function that checks the console's frame for it.
+STEP_CHECKS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "lesson": part_checked, "demo": demo_checked, "exercise": exercise_checked, "experiment": comparison_checked,
+    "question": parse_question, "decode": lambda fields: parse_run(fields, "any", {"head": "mean"}),
+}
 
 
 STEP_QUESTIONS = ("next_token", "attention", "stop")  # questions about a step-by-step decode's next step
@@ -178,3 +160,17 @@ def plan_results(plan: LessonPlan) -> list[dict[str, Any]]:
                      "students": session.participants.count(), "share": round(100 * right / given) if given else None})
     return rows
 
+def plan_choose(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> None:
+    """A console's `plan` frame: the session is taught with this plan of the instructor's (its results gather on the
+    plan's page), or with none (`null`, or the shipped plan, which is nobody's to gather)."""
+    chosen = frame.get("plan")
+    plan = None
+    if chosen not in (None, "", "shipped"):
+        number = str(chosen) if isinstance(chosen, (str, int)) and not isinstance(chosen, bool) else ""
+        if not re.fullmatch(r"[0-9]{1,12}", number):  # ASCII digits only: "²" is a digit to str.isdigit, not to int
+            raise ClassroomError("bad_params", "plan must be a plan's number, \"shipped\" or null")
+        plan = LessonPlan.objects.filter(owner=user, pk=int(number)).first()
+        if plan is None:
+            raise ClassroomError("bad_params", "you have no lesson plan with this number")
+    session.plan = plan
+    session.save(update_fields=["plan"])

@@ -35,7 +35,14 @@ class QuestionSpec:
     options: list[str]
 
 
+QUESTION_FIELDS = ("type", "kind", "prompt", "options")
+
+
 def parse_question(frame: dict[str, Any]) -> QuestionSpec:
+    """A console's `question` frame (or a plan's question step), checked; ClassroomError naming what is wrong."""
+    unknown = sorted(set(frame) - set(QUESTION_FIELDS))
+    if unknown:
+        raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
     kind = frame.get("kind")
     kinds = [k for k, _ in Question.KINDS]
     if kind not in kinds:

@@ -23,8 +23,7 @@ from channels.layers import get_channel_layer
 
 from webapp.classroom.reveal import next_token_options
 from webapp.live.loops import per_loop
-from webapp.playground import protocol
-from webapp.playground.relay import group_target
+from webapp.playground.stream import group_target, state_text
 
 STEP_TYPES = ("token", "beams")  # the frames that carry a step's seq
 log = logging.getLogger(__name__)
@@ -45,6 +44,12 @@ def relay_target(code: str) -> str:
 def event_message(frame: dict[str, Any], *, to: str = "all", **extra: Any) -> dict[str, Any]:
     """A classroom event for every relay of the session: `to` is all, console or students."""
     return {"type": EVENT, "frame": frame, "to": to, **extra}
+
+
+async def publish(code: str, frame: dict[str, Any], **extra: Any) -> None:
+    """A classroom event for every screen of the session, on every web process (each relay hands it to its screens,
+    as each socket shows it: actions.event_frame)."""
+    await get_channel_layer().group_send(session_group(code), event_message(frame, **extra))
 
 
 class Seat(Protocol):
@@ -76,7 +81,6 @@ class SessionRelay:
         self.held_from: int | None = None  # index in frames of the held step: it and every frame after wait
         self.waiting: list[Any] = []  # sockets that asked for the state before this relay had it
         self.heard = time.monotonic()  # the current request's last frame or worker beat here
-        self.lost_watch: tuple[str, asyncio.Task[None]] | None = None  # (run, task): ends it if its worker goes silent
         self._on_final = on_final
         self._on_run = on_run  # called (relay, request_id) when a run's first frame arrives here
         self._on_gap = on_gap  # awaited (relay, request_id, ended) when a step is seen to have been lost on its way
@@ -106,7 +110,7 @@ class SessionRelay:
         return list(self.frames if self.held_from is None else self.frames[:self.held_from])
 
     def state_text(self) -> str:
-        return protocol.state_text(self.request_id or "", self.shown_frames())
+        return state_text(self.request_id or "", self.shown_frames())
 
     def frame(self, request_id: str, seq: int) -> dict[str, Any] | None:
         """The step frame of this seq of the current request, if it arrived here."""

@@ -17,12 +17,13 @@ from django.views.decorators.http import require_http_methods
 from webapp.accounts.lockout import client_ip
 from webapp.accounts.permissions import instructors_only, signed_in
 from webapp.accounts.roles import Role, has_role
-from webapp.classroom import history as transcripts
-from webapp.classroom import lesson_steps, services
+from webapp.classroom import services, session_run
 from webapp.classroom.codes import LENGTH, looks_like_code, normalize_code
 from webapp.classroom.errors import ClassroomError
+from webapp.classroom.history import answers_csv_text, results_by_student, session_history
 from webapp.classroom.models import VIEWS, LiveSession
 from webapp.classroom.plans import console_plans
+from webapp.classroom.steps import screens
 from webapp.playground.examples import examples_for
 from webapp.playground.protocol import MAX_BEAMS
 from webapp.playground.strings import page_strings
@@ -222,7 +223,7 @@ def end(request: HttpRequest, code: str) -> HttpResponse:
         return redirect("classroom:history", code=session.code)
     if request.method == "GET":
         return render(request, "classroom/end.html", {"session": session})
-    transcripts.session_end_keeping_runs(session=session)
+    session_run.session_end_keeping_run(session=session)
     from webapp.classroom.relay import event_message, session_group
     from webapp.live.feed import publish
 
@@ -262,8 +263,8 @@ def history(request: HttpRequest, code: str) -> HttpResponse:
     drives = services.can_drive(request.user, session)
     context = {"session": session, "drives": drives, "strings": _strings(),
                "ended_idle": session.end_reason == LiveSession.ENDED_IDLE, "idle_hours": settings.CLASSROOM_IDLE_HOURS,
-               "by_student": transcripts.results_by_student(session) if drives else None,
-               **transcripts.session_history(session, request.user)}
+               "by_student": results_by_student(session) if drives else None,
+               **session_history(session, request.user)}
     return render(request, "classroom/history.html", context)
 
 
@@ -271,7 +272,7 @@ def history(request: HttpRequest, code: str) -> HttpResponse:
 @by_code
 def answers_csv(request: HttpRequest, code: str) -> HttpResponse:
     session = _driven(request, code)
-    response = HttpResponse(transcripts.answers_csv(session), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(answers_csv_text(session), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="classroom-{session.code}-answers.csv"'
     return response
 
@@ -287,7 +288,7 @@ def demo(request: HttpRequest, code: str) -> HttpResponse:
     if not shown:
         return render(request, "classroom/partials/no_demo.html")
     key = ("demo", session.code, shown["n"], get_language())  # as the screens' frames carry it: rendered once
-    return HttpResponse(lesson_steps.html_kept(key) or lesson_steps.html_render(key, request.user, shown))
+    return HttpResponse(screens.html_kept(key) or screens.html_render(key, request.user, shown))
 
 
 def _strings() -> dict[str, Any]:

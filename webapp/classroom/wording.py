@@ -96,7 +96,7 @@ def words(*, exercise: str | None, experiment: str | None, options: list[str], l
 
 
 def question_for(frame: dict[str, Any], language: str) -> dict[str, Any]:
-    """A `question` frame (socket_state.public_question) as a reader in `language` sees it."""
+    """A `question` frame (room.public_question) as a reader in `language` sees it."""
     experiment = (frame.get("experiment") or {}).get("kind")
     found = words(exercise=frame.get("exercise"), experiment=experiment, options=frame.get("options") or [],
                   language=language)

@@ -1,5 +1,5 @@
 """The lesson as it is drawn for readers: a page's context, a part of a page, a demonstration's fragment and a
-training comparison's panel. What a live session's screens are sent (webapp/classroom/lesson_steps.py) is rendered
+training comparison's panel. What a live session's screens are sent (webapp/classroom/steps/screens.py) is rendered
 here once per language, without a request: the same text for every reader of that language."""
 from __future__ import annotations
 

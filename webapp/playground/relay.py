@@ -8,29 +8,23 @@ web process more than the worker spends making the frame). A frame for a socket 
 is dropped.
 
 The relay also keeps each request's last sign of life: any frame of it, or the beat its worker
-sends every second for each request it holds (`alive`). A request that no worker took within
-PLAYGROUND_QUEUE_WAIT_S is refused with `no_worker`, and at once when no interactive worker is
-left alive (webapp/ops/worker_presence.py knows a killed one within a second); one whose worker has
-been silent for PLAYGROUND_WORKER_LOST_S ends with `worker_lost` (the worker was killed or lost
-its machine).
+sends every second for each request it holds (`alive`), for the event loop's one watch over decodes in flight
+(webapp/playground/watchdog.py), which ends a request no worker took with `no_worker` and one whose worker went
+silent with `worker_lost`.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
-from django.conf import settings
 
 from webapp.live.loops import per_loop
-from webapp.ops.worker_presence import queue_workers_up
+from webapp.playground.watchdog import Watched, watchdog
 
 log = logging.getLogger(__name__)
-
-WATCH_EVERY_S = 0.5  # how often the relay looks for requests whose worker went quiet
 
 
 GROUP_TARGET = "group:"  # a relay target that names a channel-layer group (a live session's), not a channel
@@ -75,15 +69,6 @@ class FrameReceiver(Protocol):
     async def request_lost(self, request_id: str, code: str) -> None: ...
 
 
-@dataclass
-class Watched:
-    """A request in flight: whose it is, when it was queued and when its worker last spoke (None: not yet)."""
-
-    socket: str
-    queued: float
-    seen: float | None = None
-
-
 class Relay:
     """One per event loop: registered sockets by channel name, and the task that feeds them."""
 
@@ -91,46 +76,30 @@ class Relay:
         self.channel: str | None = None
         self._sockets: dict[str, FrameReceiver] = {}
         self._task: asyncio.Task[None] | None = None
-        self._watched: dict[str, Watched] = {}
-        self._watchdog: asyncio.Task[None] | None = None
+        self._heard: dict[str, float | None] = {}  # request id -> when its worker last spoke (None: not yet)
 
     def watch(self, socket: FrameReceiver, request_id: str) -> None:
-        """Expect this request's frames; tell the socket when they stop coming (request_lost)."""
-        self._watched[request_id] = Watched(socket.channel_name, time.monotonic())
-        if self._watchdog is None or self._watchdog.done():
-            self._watchdog = asyncio.create_task(self._watch_forever())
+        """Expect this request's frames; tell the socket when they stop coming (request_lost), through the loop's
+        watch over decodes in flight, while the socket is here."""
+        self._heard[request_id] = None
+        channel = socket.channel_name
+
+        async def lost(code: str) -> None:
+            self._heard.pop(request_id, None)
+            await socket.request_lost(request_id, code)
+
+        watchdog().watch(("playground", request_id), Watched(
+            heard=lambda: self._heard.get(request_id), lost=lost,
+            over=lambda: channel not in self._sockets or request_id not in self._heard))
 
     def forget(self, request_id: str) -> None:
         """The request ended (or was refused): nothing more to expect."""
-        self._watched.pop(request_id, None)
+        self._heard.pop(request_id, None)
+        watchdog().forget(("playground", request_id))
 
     def _seen(self, request_id: str) -> None:
-        watched = self._watched.get(request_id)
-        if watched is not None:
-            watched.seen = time.monotonic()
-
-    async def _watch_forever(self) -> None:
-        while self._watched:
-            await asyncio.sleep(WATCH_EVERY_S)
-            untaken = any(watched.seen is None for watched in self._watched.values())
-            nobody = untaken and await no_interactive_worker()
-            now = time.monotonic()
-            for request_id, watched in list(self._watched.items()):
-                socket = self._sockets.get(watched.socket)
-                if socket is None:  # its socket closed: the consumer cancelled it already
-                    self._watched.pop(request_id, None)
-                    continue
-                if watched.seen is None and (nobody or now - watched.queued > settings.PLAYGROUND_QUEUE_WAIT_S):
-                    code = "no_worker"
-                elif watched.seen is not None and now - watched.seen > settings.PLAYGROUND_WORKER_LOST_S:
-                    code = "worker_lost"
-                else:
-                    continue
-                self._watched.pop(request_id, None)
-                try:
-                    await socket.request_lost(request_id, code)
-                except Exception:  # one socket's failure must not stop the watch over the others
-                    log.exception("could not end lost request %s", request_id)
+        if request_id in self._heard:
+            self._heard[request_id] = time.monotonic()
 
     async def register(self, socket: FrameReceiver) -> str:
         """Route this socket's worker frames through the relay; returns the channel jobs name."""
@@ -177,14 +146,6 @@ class Relay:
             # One step at a time: let the server write this step's frames before taking the next
             # message (a backlog of steps taken in one go reached each client as one burst).
             await asyncio.sleep(0)
-
-
-async def no_interactive_worker() -> bool:
-    """True when no interactive worker is alive to take a queued request (Redis away: False, the wait decides)."""
-    try:
-        return not await asyncio.to_thread(queue_workers_up, "interactive")
-    except Exception:  # Redis away for a moment: PLAYGROUND_QUEUE_WAIT_S still bounds the wait
-        return False
 
 
 relay = per_loop(Relay)  # the running event loop's relay

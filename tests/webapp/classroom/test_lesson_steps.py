@@ -157,8 +157,8 @@ async def test_a_demonstration_runs_once_for_the_class_and_every_screen_draws_it
 def test_the_history_shows_the_instructor_each_students_results_and_an_exercises_answer_with_why(
         session, instructor, seated, client_as):
     from tests.fixtures.classroom import answer_as, ask_choice
-    from webapp.classroom.lesson_steps import exercise_ask
     from webapp.classroom.questions import question_reveal, questions_close
+    from webapp.classroom.steps.exercises import exercise_ask
 
     ann, bob = seated("ann"), seated("bob")
     seated("cai")  # answers nothing

@@ -70,6 +70,23 @@ def test_every_step_is_checked_and_each_problem_names_its_step():
             plan_steps(empty)
 
 
+def test_a_step_is_checked_by_the_function_that_checks_its_console_frame_and_may_not_name_another_type():
+    refused = [{"do": "lesson", "page": "encoder", "part": "", "type": "end"},  # hidden: would end the class
+               {"do": "question", "kind": "choice", "prompt": "?", "options": ["a", "b"], "type": "reveal"},
+               {"do": "demo", "kind": "encoder", "sentence": "猫" * 61},  # the console's demo refuses it too
+               {"do": "demo", "kind": "encoder", "layer": "x"},
+               {"do": "exercise", "exercise": "encoder-1", "colour": "red"},
+               {"do": "experiment", "kind": "mask", "seeds": 4},
+               {"do": "lesson", "page": "encoder", "part": "", "extra": 1}]
+    with pytest.raises(PlanError) as why:
+        plan_steps(refused)
+    problems = why.value.problems
+    assert len(problems) == len(refused), problems
+    assert "'type'" in problems[0] and "'type'" in problems[1] and "60" in problems[2]
+    assert "layer must be a whole number" in problems[3]
+    assert "'colour'" in problems[4] and "'seeds'" in problems[5] and "'extra'" in problems[6]
+
+
 def test_a_question_about_the_models_next_step_needs_a_step_by_step_decode_before_it():
     decode, stepping = {"do": "decode", "source": "猫"}, {"do": "decode", "source": "猫", "step_mode": True}
     for kind in ("next_token", "attention", "stop"):
@@ -142,8 +159,8 @@ def test_an_instructor_writes_changes_duplicates_exports_imports_and_deletes_the
 
 
 def test_a_plans_page_gathers_the_sessions_taught_with_it(client_as, instructor, session, seated):
-    from webapp.classroom.lesson_steps import plan_choose
     from webapp.classroom.models import LessonPlan
+    from webapp.classroom.plans import plan_choose
     from webapp.classroom.questions import question_reveal
 
     plan = LessonPlan.objects.create(owner=instructor, title="Week 1", steps=GOOD)
@@ -160,6 +177,11 @@ def test_a_plans_page_gathers_the_sessions_taught_with_it(client_as, instructor,
 
     with pytest.raises(ClassroomError):  # a plan that is not the instructor's
         plan_choose(session=session, user=instructor, frame={"plan": str(plan.pk + 1000)})
+    for bad in ("²", "1.5", "9" * 5000, [plan.pk], True):  # a digit to str.isdigit but not to int, and the rest
+        with pytest.raises(ClassroomError) as why:
+            plan_choose(session=session, user=instructor, frame={"plan": bad})
+        assert why.value.code == "bad_params"
+    plan_choose(session=session, user=instructor, frame={"plan": plan.pk})  # a number as a number
     plan_choose(session=session, user=instructor, frame={"plan": "shipped"})
     session.refresh_from_db()
     assert session.plan is None

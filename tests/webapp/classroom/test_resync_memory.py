@@ -32,18 +32,18 @@ ABUSE_S = 4.0
 @pytest.fixture
 def ended_run(session) -> str:
     """The session's last run: a beam-8, 128-step decode that ended, its transcript kept (a ~570 kB state frame)."""
-    from webapp.classroom import history
+    from webapp.classroom import session_run
     from webapp.classroom.services import session_state_update
 
     request_id = "r" * 16
-    history.run_started(session=session, request_id=request_id, source="3 h 9 5 g", params={"strategy": "beam"})
+    session_run.run_started(session=session, request_id=request_id, source="3 h 9 5 g", params={"strategy": "beam"})
     frames: list[dict[str, Any]] = [{"type": "start", "request_id": request_id, "seq": None}]
     for seq in range(STEPS):
         beams = [{"tokens": [f"t{i}" for i in range(seq % 24)], "score": -0.123456789 * seq, "alternatives":
                   [{"token": f"a{k}", "p": 0.0123456789} for k in range(11)]} for _ in range(BEAMS)]
         frames.append({"type": "beams", "request_id": request_id, "seq": seq, "beams": beams})
     frames.append({"type": "done", "request_id": request_id, "reason": "max_len"})
-    history.run_finished(request_id=request_id, frames=frames)
+    session_run.run_finished(request_id=request_id, frames=frames)
     session_state_update(session=session, request_id=request_id, running=False)
     return request_id
 

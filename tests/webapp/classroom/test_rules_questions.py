@@ -1,5 +1,5 @@
 """A question's life as the screens show it: asked, answered, closed or revealed, scored (questions.py and what
-socket_state.snapshot hands a screen that joins; the test database and the test run's embedded Redis, no worker,
+room.snapshot hands a screen that joins; the test database and the test run's embedded Redis, no worker,
 no daphne)."""
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from webapp.classroom.questions import (
     questions_close,
 )
 from webapp.classroom.relay import SessionRelay
+from webapp.classroom.room import public_question, reveal_store, snapshot
 from webapp.classroom.services import session_state_update
-from webapp.classroom.socket_state import public_question, reveal_store, snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 """What a session's relay does with a run it did not see whole: a hole in its copy, a copy that began mid-run, a
 transcript loaded after the run ended, and the worker's copy fetched to fill them (webapp/classroom/relay.py and
-socket_state.run_gap; the channel layer a list of messages, or the test run's embedded Redis; no worker, no
+session_run.run_gap; the channel layer a list of messages, or the test run's embedded Redis; no worker, no
 daphne). Each test reads what the screens were sent."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tests.fixtures.session_relay import (
     worker,
 )
 from webapp.classroom.relay import SessionRelay, event_message, session_group
-from webapp.classroom.socket_state import STEPS_LOST, run_gap
+from webapp.classroom.session_run import STEPS_LOST, run_gap
 from webapp.ops.redis_client import app_redis
 from webapp.playground import keys
 from webapp.playground.protocol import state_text

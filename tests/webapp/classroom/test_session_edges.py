@@ -23,8 +23,8 @@ def session(instructor):
 
 def stepping(session, request_id: str = "edge-run") -> str:
     """A step-by-step run three steps in, waiting for the next Step, and the copy its worker keeps once it ends."""
-    from webapp.classroom.history import run_started
     from webapp.classroom.services import session_state_update
+    from webapp.classroom.session_run import run_started
     from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
@@ -92,19 +92,24 @@ def test_ending_cancels_a_step_by_step_run_and_its_history_keeps_every_token(cli
     assert not session.live and not session.state.get("running")
 
 
-def test_a_run_nobody_kept_is_kept_from_its_workers_copy_when_the_history_opens(client_as, session, instructor):
-    """Ended by the console's socket, every screen's socket closed with the end and none kept the run."""
+def test_a_run_nobody_kept_shows_from_its_workers_copy_and_the_page_writes_nothing(client_as, session, instructor):
+    """Every screen's socket closed before the run ended and none kept it: the history page shows it from its
+    worker's copy without writing; the session's run owner keeps it (at the console's next run, or the end)."""
     from webapp.classroom.services import session_end
+    from webapp.classroom.session_run import runs_keep_unkept
 
-    request_id = stepping(session)
+    request_id = stepping(session, "unkept-run")  # (each run's claim to be kept lasts an hour in Redis)
     session_end(session=session)
     html = client_as(instructor).get(f"/classroom/{session.code}/history/").content.decode()
-    assert run_tokens(html) == [["0: we", "1: see", "2: my"]]
-    assert Run.objects.get(request_id=request_id).frames[-1]["type"] == "done"
+    assert run_tokens(html) == [["0: we", "1: see", "2: my"]] and "stopped by the end of the session" not in html
+    assert Run.objects.get(request_id=request_id).ended_at is None  # a GET keeps nothing
+    runs_keep_unkept(session)
+    run = Run.objects.get(request_id=request_id)
+    assert run.frames[-1]["type"] == "done" and run.reason == "session_ended"
 
 
 def test_a_beam_search_runs_tokens_are_its_best_beams(client_as, session, instructor):
-    from webapp.classroom.history import run_finished, run_started
+    from webapp.classroom.session_run import run_finished, run_started
 
     run_started(session=session, request_id="beam-run", source="a b", params={"strategy": "beam"})
     run_finished(request_id="beam-run", frames=[
@@ -193,8 +198,8 @@ def test_the_screens_are_told_who_ended_the_session(client_as, session, instruct
 
 def test_the_history_says_what_stopped_each_run_the_end_of_the_session_never_the_cancel_button(
         client_as, session, instructor):
-    from webapp.classroom.history import run_finished, run_started
     from webapp.classroom.services import session_end
+    from webapp.classroom.session_run import run_finished, run_started
 
     def ran(request_id: str, last: dict) -> None:
         run_started(session=session, request_id=request_id, source="猫", params={"strategy": "greedy"})

@@ -336,15 +336,15 @@ async def test_the_session_frame_comes_first_though_events_reach_the_socket_whil
     meanwhile (a student arriving: the console's presence list) comes after the `session` frame, not before it."""
     import time as clock
 
-    from webapp.classroom import socket_state
+    from webapp.classroom import room
 
-    built = socket_state.snapshot
+    built = room.snapshot
 
     def slowly(*args, **kwargs):
         clock.sleep(1.0)  # a busy database: a student arrives meanwhile
         return built(*args, **kwargs)
 
-    monkeypatch.setattr(socket_state, "snapshot", slowly)
+    monkeypatch.setattr(room, "snapshot", slowly)
     console = asyncio.ensure_future(seat(session, instructor))  # seat() asserts the first frame is `session`
     await asyncio.sleep(0.3)
     ann, _ = await seat(session, await db(make_student)("ann"))

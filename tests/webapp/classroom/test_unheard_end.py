@@ -18,34 +18,38 @@ RUN = "run-unheard"
 
 
 async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_workers_copy_not_lost(session, settings):
-    from webapp.classroom import history
-    from webapp.classroom import socket_state as stored
+    import asyncio
+
+    from webapp.classroom import session_run
     from webapp.classroom.models import LiveSession
     from webapp.classroom.relay import SessionRelay
-    from webapp.classroom.watch import watch_unheard
     from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
     settings.PLAYGROUND_WORKER_LOST_S = 0.5
     state = {"source": "a b c", "params": {}, "request_id": RUN, "running": True, "tokens": [], "driver": None}
-    await database_sync_to_async(stored.run_begin)(session, session.model_name, state, RUN)
+    await database_sync_to_async(session_run._run_begin)(session, session.model_name, state, RUN)
     frames = [{"type": "start", "request_id": RUN},
               *({"type": "token", "request_id": RUN, "seq": i, "token": t} for i, t in enumerate("cba")),
               {"type": "done", "request_id": RUN, "text": "c b a", "reason": "eos"}]
     app_redis().set(keys.state_key(RUN), json.dumps({"type": "state", "request_id": RUN, "frames": frames}), ex=60)
 
-    relay = SessionRelay(session.code, on_final=stored.run_record)
+    relay = SessionRelay(session.code, on_final=session_run.run_record)
     relay.request_id = RUN  # following the run, nothing heard of it here
     screen = Screen()
     relay.sockets[screen] = None
     relay.waiting.append(screen)
-    await watch_unheard(relay, session.code, RUN)
+    session_run.watch_run(relay, RUN)  # the loop's watch finds it silent past PLAYGROUND_WORKER_LOST_S
+    for _ in range(100):
+        if screen.frames:
+            break
+        await asyncio.sleep(0.05)
 
     assert [f["type"] for f in screen.frames] == ["state"]
     shown = screen.frames[0]["frames"]
     assert [f["seq"] for f in shown if f["type"] == "token"] == [0, 1, 2] and shown[-1]["type"] == "done"
     assert not any(f["type"] == "error" for f in shown)
-    kept = await database_sync_to_async(history.run_frames)(RUN)
+    kept = await database_sync_to_async(session_run.run_frames)(RUN)
     assert kept == frames  # the history replays the whole run
     fresh = await database_sync_to_async(LiveSession.objects.get)(pk=session.pk)
     assert not fresh.state.get("running")
@@ -56,20 +60,20 @@ async def test_a_run_that_ends_before_a_mid_run_relay_holds_all_of_it_answers_it
     asked the worker for the run's state, but the ask reached the worker after the last step, so no answer comes.
     When the run's `done` arrives, the screens waiting for the state get the worker's whole copy (seen under load in
     the rolling-restart test: every screen of one process stuck at step 49 of 60 until the test gave up)."""
-    from webapp.classroom import socket_state as stored
+    from webapp.classroom import session_run
     from webapp.classroom.relay import SessionRelay
     from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
     run = "run-ends-mid-follow"
     state = {"source": "a b c d", "params": {}, "request_id": run, "running": True, "tokens": [], "driver": None}
-    await database_sync_to_async(stored.run_begin)(session, session.model_name, state, run)
+    await database_sync_to_async(session_run._run_begin)(session, session.model_name, state, run)
     frames = [{"type": "start", "request_id": run},
               *({"type": "token", "request_id": run, "seq": i, "token": t} for i, t in enumerate("dcba")),
               {"type": "done", "request_id": run, "text": "d c b a", "reason": "eos"}]
     app_redis().set(keys.state_key(run), json.dumps({"type": "state", "request_id": run, "frames": frames}), ex=60)
 
-    relay = SessionRelay(session.code, on_final=stored.run_record, on_gap=stored.run_gap)
+    relay = SessionRelay(session.code, on_final=session_run.run_record, on_gap=session_run.run_gap)
     relay.request_id = run  # joined mid-run: nothing of it held here yet, the resync unanswered
     screen = Screen()
     relay.sockets[screen] = None

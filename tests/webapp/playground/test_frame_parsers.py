@@ -97,7 +97,9 @@ def test_any_other_console_or_answer_frame_is_parsed_or_refused(frame, layers):
 
 @pytest.mark.parametrize("name", ["temperature", "top_p"])
 def test_a_401_digit_number_in_a_console_run_is_bad_params(name):
-    with pytest.raises(ProtocolError) as refused:
+    from webapp.classroom.errors import ClassroomError
+
+    with pytest.raises(ClassroomError) as refused:
         parse_run({"type": "run", "source": "abc", "strategy": "sample", name: HUGE}, "tiny", {"head": "mean"})
     assert refused.value.code == "bad_params"
 

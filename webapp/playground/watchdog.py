@@ -1,0 +1,92 @@
+"""The one watch over decodes in flight, for every follower in this event loop (a student's playground socket, a
+live session's relay): a request no worker took is `no_worker`, one whose worker went silent is `worker_lost`.
+
+A request no worker took within PLAYGROUND_QUEUE_WAIT_S is `no_worker`, and at once when no interactive worker is
+left alive (webapp/ops/worker_presence.py knows a killed one within a second); one whose worker has been silent (no
+frame, no beat) for PLAYGROUND_WORKER_LOST_S is `worker_lost` (the worker was killed or lost its machine). Each
+follower says when the worker last spoke to it, what to do when the request is lost, and when there is nothing more
+to watch; the watch tells each lost request once.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from webapp.live.loops import per_loop
+from webapp.ops.worker_presence import queue_workers_up
+
+log = logging.getLogger(__name__)
+
+WATCH_EVERY_S = 0.5  # how often the watch looks for requests whose worker went quiet
+NO_WORKER, WORKER_LOST = "no_worker", "worker_lost"
+
+
+@dataclass
+class Watched:
+    """One request in flight as its follower sees it."""
+
+    heard: Callable[[], float | None]  # when its worker last spoke (time.monotonic; None: no worker took it yet)
+    lost: Callable[[str], Awaitable[None]]  # told once, with NO_WORKER or WORKER_LOST
+    over: Callable[[], bool] = lambda: False  # nothing more to watch (it ended, its follower went)
+    queued: float = field(default_factory=time.monotonic)
+
+
+class Watchdog:
+    """One per event loop: the requests its followers watch, looked at every WATCH_EVERY_S."""
+
+    def __init__(self) -> None:
+        self._watched: dict[Hashable, Watched] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def watch(self, key: Hashable, watched: Watched) -> None:
+        """Watch a request under the follower's key (a key watched already: this replaces it)."""
+        self._watched[key] = watched
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._watch_forever())
+
+    def forget(self, key: Hashable) -> None:
+        self._watched.pop(key, None)
+
+    def watching(self, key: Hashable) -> bool:
+        return key in self._watched
+
+    async def _watch_forever(self) -> None:
+        while self._watched:
+            await asyncio.sleep(WATCH_EVERY_S)
+            for key, watched in list(self._watched.items()):
+                if watched.over():
+                    self._watched.pop(key, None)
+            heard = {key: watched.heard() for key, watched in self._watched.items()}
+            nobody = any(at is None for at in heard.values()) and await no_interactive_worker()
+            now = time.monotonic()
+            for key, at in heard.items():
+                watched = self._watched.get(key)
+                if watched is None:
+                    continue
+                if at is None and (nobody or now - watched.queued > settings.PLAYGROUND_QUEUE_WAIT_S):
+                    code = NO_WORKER
+                elif at is not None and now - at > settings.PLAYGROUND_WORKER_LOST_S:
+                    code = WORKER_LOST
+                else:
+                    continue
+                self._watched.pop(key, None)
+                try:
+                    await watched.lost(code)
+                except Exception:  # one follower's failure must not stop the watch over the others
+                    log.exception("could not end lost request %s", key)
+
+
+async def no_interactive_worker() -> bool:
+    """True when no interactive worker is alive to take a queued request (Redis away: False, the wait decides)."""
+    try:
+        return not await asyncio.to_thread(queue_workers_up, "interactive")
+    except Exception:  # Redis away for a moment: PLAYGROUND_QUEUE_WAIT_S still bounds the wait
+        return False
+
+
+watchdog = per_loop(Watchdog)  # the running event loop's watch

@@ -1,6 +1,7 @@
 // A live session's page, for the students (follow) and the instructor (console): the /ws/classroom/<code>/
 // socket, the output, the question card, and the playground's own views (playground_views.js).
 import { COLORS, drawFigureSets, plot } from "./figure_style.js";
+import { showCoverage } from "./coverage.js";
 import { showJudgement } from "./playground_judgement.js";
 import { Views, applyAttentionFrame } from "./playground_views.js";
 import { track } from "./settled.js";
@@ -114,6 +115,7 @@ const handlers = {
     if (frame.steps != null && frame.steps !== state.request.steps.length) return resync();
     state.request.done = frame;
     showJudgement($("cr-judgement"), frame, say);
+    showCoverage($("cr-coverage"), frame, state.session?.source || "", say); // the source words the output lost
     views.schedule(state.request);
     status(say("done", { n: state.request.steps.length }));
   },
@@ -135,6 +137,7 @@ const handlers = {
     }
     if (state.request) {
       showJudgement($("cr-judgement"), state.request.done, say);
+      showCoverage($("cr-coverage"), state.request.done, state.session?.source || "", say);
       views.schedule(state.request);
       progress();
     }
@@ -178,8 +181,7 @@ const handlers = {
     const values = { answer: label(frame.answer), losses: losses(frame) };
     if (frame.you) {
       const key = !frame.you.answered ? "no_answer" : frame.you.correct ? "right" : "wrong";
-      result.textContent = key === "wrong" ? say("wrong_prefix") + " " + fill(whose, values) :
-        key === "right" ? say("right_prefix") + " " + fill(whose, values) : say("no_answer_prefix") + " " + fill(whose, values);
+      result.textContent = say(key, { whose: fill(whose, values) });
       result.className = `cr-result ${frame.you.correct ? "right" : "wrong"}`;
       $("cr-score").textContent = say("score", { n: frame.you.score });
     } else {
@@ -245,6 +247,7 @@ function begin(start) {
   $("cr-tokens").replaceChildren();
   $("cr-text").textContent = "";
   showJudgement($("cr-judgement"), null, say);
+  showCoverage($("cr-coverage"), null, "", say);
   progress();
 }
 
@@ -658,12 +661,18 @@ function setUpPlan(lang) {
   function describe(step) {
     switch (step.do) {
       case "lesson": return say("plan_lesson", { what: optionText("cr-part", `${step.page}#${step.part ?? ""}`) });
-      case "demo": return say("plan_demo", { kind: step.kind, sentence: step.sentence ?? "" });
+      case "demo": return say("plan_demo", { kind: demoTitle(step.kind), sentence: step.sentence ?? "" });
       case "exercise": return say("plan_exercise", { what: optionText("cr-exercise", step.exercise) });
       case "experiment": return say("plan_experiment", { what: optionText("cr-experiment", step.kind) });
       case "question": return say("plan_question", { what: step.prompt || strings.kinds[step.kind] || step.kind });
       default: return say(step.step_mode ? "plan_step_mode" : "plan_decode", { what: step.source });
     }
+  }
+
+  // A demonstration named as the console's part picker names the part it belongs to (its kind is a code).
+  function demoTitle(kind) {
+    const option = [...$("cr-part").options].find((o) => o.dataset.demo === kind);
+    return option ? option.textContent.trim() : kind;
   }
 
   function frameOf(step) {
@@ -717,9 +726,10 @@ function setUpPlan(lang) {
     const at = place.at;
     $("cr-plan-do").disabled = true;
     $("cr-plan-note").textContent = say("plan_working");
+    if (step.do === "decode") state.stepRunAsked = Boolean(step.step_mode); // Step, pressed at once, waits for its start
     const outcome = await sendAwaited(frameOf(step));
+    if (step.do === "decode" && !outcome.taken) state.stepRunAsked = false;
     if (place.at !== at) return; // the console moved meanwhile (Skip, Back)
-    if (step.do === "decode") state.stepRunAsked = outcome.taken && Boolean(step.step_mode); // Step waits for its start
     if (outcome.taken) place.at += 1;
     show();
     if (!outcome.taken) {

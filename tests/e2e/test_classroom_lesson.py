@@ -105,7 +105,7 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     assert ann.locator("[data-testid=lesson-part] form").count() == 0  # the page's own Run is not the class's
     assert teacher.get_by_test_id("demo-sentence").is_visible()  # the console's picker followed the plan
 
-    wait_text(teacher, "plan-next", f"Step 2 of 6: run the encoder demonstration on {SENTENCE}")
+    wait_text(teacher, "plan-next", f"Step 2 of 6: run the demonstration of “Try it on the real model” on {SENTENCE}")
     teacher.get_by_test_id("plan-do").click()  # 2: its demonstration, once for the class
     for page in (teacher, ann):
         page.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=60_000)

@@ -49,13 +49,9 @@ def ballot_open(question_id: int) -> None:
     pipe.execute()
 
 
-def ballot_answer(question_id: int, user_id: int, choice: str) -> tuple[bool, str]:
-    """(True, "") when counted; else (False, why): "already", or the question's status ("" when unknown)."""
-    return _verdict(app_redis().eval(_ANSWER, 4, *_keys(question_id), str(user_id), choice, TTL_S, time.time()))
-
-
 async def ballot_answer_async(question_id: int, user_id: int, choice: str) -> tuple[bool, str]:
-    """ballot_answer from the socket's event loop: no thread hop per answer when a class answers at once."""
+    """Count one answer, on the socket's event loop (no thread hop per answer when a class answers at once): (True, "")
+    when counted; else (False, why): "already", or the question's status ("" when unknown)."""
     return _verdict(await _script()(keys=_keys(question_id), args=[str(user_id), choice, TTL_S, time.time()]))
 
 

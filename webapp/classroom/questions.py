@@ -1,7 +1,6 @@
 """Prediction questions: opening one, taking each student's answer once, the reveal and the scores."""
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,19 +157,18 @@ def question_id_checked(question_id: Any) -> int:
     return question_id
 
 
-async def answer_take(*, session_id: int, user_id: int, question_id: Any, choice: Any,
-                      read: Callable[[int, int], Awaitable[Asked | None]] | None = None) -> tuple[int, str]:
+async def answer_take(*, session_id: int, user_id: int, question_id: Any, choice: Any) -> tuple[int, str]:
     """Take one participant's answer (the caller knows the user has a seat): once per question, while it is open.
 
     Returns (question id, the answer as counted), or raises ClassroomError saying why it was not taken. Counted in
     Redis in one call (ballot.py), on the caller's event loop; the database gets it when the question closes. The
-    question is read from the database once per process (asked, by `read`: on a thread of Channels' pool, which
-    keeps its connections fresh, unless the caller says otherwise), then from memory.
+    question is read from the database once per process (asked, on a thread of Channels' pool, which keeps its
+    connections fresh), then from memory.
     """
     question_id = question_id_checked(question_id)
     found = asked_cached(question_id, session_id)
     if found is None:
-        found = await (read or database_sync_to_async(asked, thread_sensitive=False))(question_id, session_id)
+        found = await database_sync_to_async(asked, thread_sensitive=False)(question_id, session_id)
     choice = answer_checked(session_id=session_id, question_id=question_id, choice=choice, question=found)
     counted, why = await ballot_answer_async(question_id, user_id, choice)
     if not counted:

@@ -94,3 +94,11 @@ async def test_a_reveal_tells_each_student_their_own_result():
     shown = await actions.event_frame(Caller(drives=False), reveal)
     assert shown["you"] == {"answered": True, "correct": True, "score": 3}
     assert "you" not in reveal["frame"]  # the message every socket of the process shares is left as it came
+
+
+def test_every_console_frame_kind_has_its_one_handler_and_the_socket_takes_exactly_those():
+    from webapp.classroom.consumers import ClassroomSocket
+
+    assert set(actions.CONSOLE) == set(actions.CONSOLE_ACTIONS)
+    assert all(callable(handler) and handler.__name__ == f"console_{kind}" for kind, handler in actions.CONSOLE.items())
+    assert set(ClassroomSocket.frame_types) == {*actions.CONSOLE_ACTIONS, "answer", "resync"}

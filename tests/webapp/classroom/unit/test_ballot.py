@@ -5,11 +5,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from webapp.classroom.ballot import (
     CLOSED,
     REVEALED,
-    ballot_answer,
     ballot_answer_async,
     ballot_close,
     ballot_counts,
@@ -18,6 +18,7 @@ from webapp.classroom.ballot import (
 )
 
 _ids = itertools.count(9_000_000)  # question ids no database row has
+ballot_answer = async_to_sync(ballot_answer_async)  # as a socket counts it, from a synchronous test
 
 
 @pytest.fixture

@@ -23,9 +23,8 @@ application = ProtocolTypeRouter(
     }
 )
 
-# What is loaded by now (Django, Channels, Twisted, and torch through modelcore's parameter checks:
-# about 260,000 objects) stays for the life of the process. A full collection walked all of it
-# in 115-140 ms, a pause of every student's stream; frozen, it is out of the collector's reach
-# and a full collection walks only what serving has made since.
+# What is loaded by now (Django, Channels, Twisted; never torch) stays for the life of the process: frozen, it is
+# out of the collector's reach, so a full collection walks only what serving has made since instead of pausing every
+# student's stream to walk it all (docs/benchmarks.md).
 gc.collect()
 gc.freeze()

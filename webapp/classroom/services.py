@@ -17,6 +17,7 @@ from webapp.classroom.codes import new_code, normalize_code
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import VIEWS, LiveSession, Participant, SessionState
 from webapp.classroom.questions import questions_close
+from webapp.ops.redis_client import quick_redis
 from webapp.playground.attention import MEAN
 from webapp.playground.protocol import ProtocolError, parse_view_fields
 from webapp.playground.services import playground_models
@@ -164,7 +165,7 @@ def _give_back(client: Any, keys: list[str]) -> None:
 
 
 def _throttle_redis() -> Any:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
+    return quick_redis()
 
 
 def session_for_socket(code: str, user_id: Any, scope: dict[str, Any]) -> LiveSession | None:

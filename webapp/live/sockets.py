@@ -271,16 +271,13 @@ class GroupSocket(JsonSocket):
     async def on_connect(self) -> None:
         self.group = self.group_name()
         await self.channel_layer.group_add(self.group, self.channel_name)
+        self.groups.append(self.group)  # Channels leaves self.groups when the socket disconnects
         snapshot = await self.snapshot()
         if snapshot is None:
             await self.send_error("not_found", self.not_found())
             await self.close(code=4404)
             return
         await self.send_json(snapshot)
-
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def permitted(self, action: str, refusal: str) -> bool:
         """Whether the user holds `action_roles[action]` now; if not, a `forbidden` error frame says `refusal`."""

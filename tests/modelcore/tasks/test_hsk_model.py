@@ -23,7 +23,8 @@ def test_it_records_the_task_it_was_trained_on() -> None:
     assert metrics["train"]["seed"] == 1  # the recipe's second seed of its weights, on the first seed's data
     assert metrics["test"]["n"] == 400
     assert sorted(p.name for p in (SHIPPED_DIR / "zh-en-hsk").iterdir()) == [
-        "alignment.json", "calibration.json", "config.json", "learning_curve.json", "metrics.json", "model.safetensors",
+        "alignment.json", "calibration.json", "config.json", "coverage.json", "learning_curve.json", "metrics.json",
+        "model.safetensors",
         "tokenizer.json",
     ]
 

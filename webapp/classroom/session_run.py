@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 KEPT_TTL_S = 3600  # how long the claim on a run's transcript lasts (every process has long followed it by then)
 ENDED_BY_SESSION = "session_ended"  # a run's reason: the session ended while it ran (its decode was cancelled)
 WORKERS_COPY_WAIT_S = 3.0  # how long the session's end waits for the cancelled run's copy from its worker
+UNKEPT_LOOKED_AT = 8  # the latest unkept runs looked for (older ones' worker copies have expired)
 STEPS_LOST = ("some of this run's steps were lost on their way to this screen (the message service was away) and "
               "could not be fetched again")
 
@@ -421,8 +422,8 @@ def runs_keep_unkept(session: LiveSession) -> None:
     """In a thread: keep the session's runs that ended while no screen followed them, from their workers' copies
     while those last (the console's next run and the session's end do it; the history page only reads them)."""
     current = session.run_state.running_request if session.live else None
-    for request_id in session.runs.filter(ended_at__isnull=True).exclude(request_id=current or "") \
-            .values_list("request_id", flat=True):
+    unkept = session.runs.filter(ended_at__isnull=True).exclude(request_id=current or "").order_by("-pk")
+    for request_id in unkept.values_list("request_id", flat=True)[:UNKEPT_LOOKED_AT]:
         run_keep_workers_copy(request_id)
 
 

@@ -27,11 +27,7 @@ class PlanForm(forms.Form):
 
     def clean_steps(self) -> list[dict[str, Any]]:
         try:
-            steps = json.loads(self.cleaned_data["steps"])
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(_("The steps are not JSON: %(error)s") % {"error": error}) from None
-        try:
-            return plans.plan_steps(steps)
+            return plans.plan_steps(plans.plan_json(self.cleaned_data["steps"]))
         except plans.PlanError as error:
             raise forms.ValidationError(error.problems) from None
 

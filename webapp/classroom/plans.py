@@ -91,12 +91,20 @@ def plan_steps(steps: Any) -> list[dict[str, Any]]:
     return checked
 
 
+def plan_json(text: str) -> Any:
+    """A plan's JSON text parsed; PlanError for what is not JSON, nests too deep or holds a number too long to read
+    (Python's own limits: RecursionError, ValueError), which would otherwise end the request in a 500."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise PlanError(["not JSON a plan can hold: nested too deep"]) from None
+    except ValueError as error:  # JSONDecodeError, a lone surrogate, an integer of more than 4,300 digits
+        raise PlanError([f"not JSON: {str(error)[:120]}"]) from None
+
+
 def plan_from_json(text: str) -> tuple[str, list[dict[str, Any]]]:
     """An exported plan's title and checked steps; PlanError for anything else."""
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise PlanError([f"not JSON: {error}"]) from None
+    data = plan_json(text)
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
         raise PlanError([f'not a lesson plan: the file needs "format": "{FORMAT}" and "version": {VERSION}'])
     title = data.get("title")

@@ -120,6 +120,10 @@ def test_an_instructor_writes_changes_duplicates_exports_imports_and_deletes_the
     assert teacher.get("/classroom/plans/").status_code == 200
     refused = teacher.post("/classroom/plans/", {"title": "Week 1", "steps": json.dumps([GOOD[0], {"do": "dance"}])})
     assert refused.status_code == 400 and "step 2:" in refused.content.decode() and LessonPlan.objects.count() == 0
+    for text, why in (("[" * 100_000, "nested too deep"), ('[{"do": "demo", "kind": "encoder", "layer": ' + "9" * 5000 + "}]",
+                                                             "not JSON")):
+        bad_json = teacher.post("/classroom/plans/", {"title": "Deep", "steps": text})  # a 400 naming it, not a 500
+        assert bad_json.status_code == 400 and why in bad_json.content.decode() and LessonPlan.objects.count() == 0
     made = teacher.post("/classroom/plans/", {"title": "Week 1", "steps": json.dumps(GOOD)})
     plan = LessonPlan.objects.get()
     assert made["Location"] == f"/classroom/plans/{plan.pk}/" and plan.steps == GOOD and plan.owner == instructor

@@ -1,5 +1,6 @@
 // Every page's live WebSocket, and the one way it comes back after a drop: a first retry after
-// half a second, each next one waiting twice as long, up to 8 s; a socket that opens starts over.
+// about half a second, each next one waiting twice as long, up to 8 s, each wait drawn between half and one and a
+// half times that (a class whose Wi-Fi comes back does not knock all at once); a socket that opens starts over.
 // Final: close(), and a close with 4404 (what the socket follows does not exist: a retry cannot help).
 // Other closes come back, 4401 too (rights ended: the handshake checks them again).
 const FIRST_RETRY_MS = 500;
@@ -25,7 +26,7 @@ export function liveSocket(path, { onFrame, onOpen = () => {}, onClose = () => {
       const again = !stopped && event.code !== GONE && reconnect();
       onClose(event, again);
       if (!again) return;
-      setTimeout(connect, retry);
+      setTimeout(connect, retry * (0.5 + Math.random()));
       retry = Math.min(retry * 2, LONGEST_RETRY_MS);
     });
   }

@@ -128,9 +128,10 @@ def _already_in(code: str, user_id: Any) -> bool:
 
 def session_by_code_throttled(code: str, *, user_id: Any, address: str) -> LiveSession | None:
     """session_by_code for a code someone typed or followed: each user and each client address may try
-    CLASSROOM_JOIN_FAILURES_PER_USER / _PER_ADDRESS wrong codes per CLASSROOM_JOIN_WINDOW_S; past that every
-    attempt is refused (JoinThrottled) until the window ends. A right code costs nothing: each attempt is
-    counted first (so attempts at once cannot all slip under the limit) and given back when the code is found."""
+    CLASSROOM_JOIN_FAILURES_PER_USER / _PER_ADDRESS wrong codes per CLASSROOM_JOIN_WINDOW_S; past the user's, every
+    attempt of theirs is refused (JoinThrottled) until the window ends, past the address's every wrong one (a right
+    code still opens its session). A right code costs nothing: each attempt is counted first (so attempts at once
+    cannot all slip under the limit) and given back when the code is found."""
     if _already_in(code, user_id):  # not a guess: their own class (a class at once behind one address, too)
         return session_by_code(code)
     keys = _join_keys(user_id, address)
@@ -145,11 +146,13 @@ def session_by_code_throttled(code: str, *, user_id: Any, address: str) -> LiveS
     except redis.RedisError:  # the throttle is down, not joining
         log.warning("join throttle unavailable", exc_info=True)
         return session_by_code(code)
-    over = any(int(n) > limit for n, limit in zip(counts, limits, strict=True))
-    session = None if over else session_by_code(code)
-    if over or session is not None:  # a refused attempt or a right code: not a wrong guess
+    over_user, over_address = (int(n) > limit for n, limit in zip(counts, limits, strict=True))
+    # A user past their own limit is refused whatever they type; past the address's only (a class behind a school's
+    # one address, where one student guessed on several accounts), a right code still goes through.
+    session = None if over_user else session_by_code(code)
+    if over_user or over_address or session is not None:  # a refused attempt or a right code: not a wrong guess
         _give_back(client, keys)
-    if over:
+    if over_user or (over_address and session is None):
         raise JoinThrottled()
     return session
 

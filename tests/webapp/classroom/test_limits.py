@@ -87,7 +87,8 @@ def test_wrong_join_codes_are_throttled_per_user_and_per_address(client_as, sess
     other = client_as(django_user_model.objects.create_user(username="other", password="pw-for-tests-only"))
     for _ in range(3):  # the same address: 8 wrong codes in all
         assert other.get(f"/classroom/{_wrong(session.code)}/").status_code == 404
-    assert other.get(f"/classroom/{session.code}/").status_code == 429
+    assert other.get(f"/classroom/{_wrong(session.code)}/").status_code == 429  # the address's wrong codes: refused
+    assert other.get(f"/classroom/{session.code}/").status_code == 200  # their right code goes through
     elsewhere = client_as(django_user_model.objects.create_user(username="far", password="pw-for-tests-only"))
     assert elsewhere.get(f"/classroom/{session.code}/", REMOTE_ADDR="198.51.100.7").status_code == 200
 
@@ -137,7 +138,9 @@ def test_a_class_behind_one_address_past_its_limit_still_reaches_its_own_session
     stranger = client_as(django_user_model.objects.create_user(username="stranger", password="pw-for-tests-only"))
     for _ in range(2):  # the shared address spends its wrong guesses
         assert stranger.get(f"/classroom/{_wrong(session.code)}/").status_code == 404
-    assert stranger.get(f"/classroom/{session.code}/").status_code == 429  # a newcomer is throttled
+    assert stranger.get(f"/classroom/{_wrong(session.code)}/").status_code == 429  # its next guess is refused
+    latecomer = client_as(django_user_model.objects.create_user(username="late", password="pw-for-tests-only"))
+    assert latecomer.get(f"/classroom/{session.code}/").status_code == 200  # a right code still joins
     for _ in range(5):
         assert client_as(student).get(f"/classroom/{session.code}/").status_code == 200
         assert client_as(student).get(f"/classroom/{session.code}/demo/").status_code == 200

@@ -247,7 +247,7 @@ def watch_queued(socket: Follower, request_id: str) -> None:
             await _worker_lost(relay, request_id)
 
     stream.watchdog().watch((id(relay), request_id), stream.Watched(
-        heard=heard, lost=lost, over=lambda: followed[0] and (relay.request_id != request_id or relay.ended)))
+        request_id=request_id, heard=heard, lost=lost, over=lambda: followed[0] and (relay.request_id != request_id or relay.ended)))
 
 
 def watch_run(relay: SessionRelay, request_id: str) -> None:
@@ -263,7 +263,7 @@ def watch_run(relay: SessionRelay, request_id: str) -> None:
         await _worker_lost(relay, request_id)
 
     watchdog.watch(key, stream.Watched(
-        heard=lambda: max(since, relay.heard), lost=lost,
+        request_id=request_id, heard=lambda: max(since, relay.heard), lost=lost,
         over=lambda: relay.request_id != request_id or relay.ended or not relay.sockets))
 
 

@@ -25,6 +25,15 @@ def rate_key(user_id: int) -> str:
     return f"{PREFIX}:rate:{user_id}"
 
 
+def alive_key(request_id: str) -> str:
+    """Set by the loop at each beat for every request it holds, for ALIVE_TTL_S: the worker's own word that it holds
+    it, which a web process that stalled reads before calling the request lost."""
+    return f"{PREFIX}:alive:{request_id}"
+
+
+ALIVE_TTL_S = 3
+
+
 def ended_key(request_id: str) -> str:
     """Written by the loop when a request ends: why and after how many steps (JSON), for a while."""
     return f"{PREFIX}:ended:{request_id}"

@@ -89,7 +89,7 @@ class Relay:
             await socket.request_lost(request_id, code)
 
         watchdog().watch(("playground", request_id), Watched(
-            heard=lambda: self._heard.get(request_id), lost=lost,
+            request_id=request_id, heard=lambda: self._heard.get(request_id), lost=lost,
             over=lambda: channel not in self._sockets or request_id not in self._heard))
 
     def forget(self, request_id: str) -> None:

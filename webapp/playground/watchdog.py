@@ -5,7 +5,9 @@ A request no worker took within PLAYGROUND_QUEUE_WAIT_S is `no_worker`, and at o
 left alive (webapp/ops/worker_presence.py knows a killed one within a second); one whose worker has been silent (no
 frame, no beat) for PLAYGROUND_WORKER_LOST_S is `worker_lost` (the worker was killed or lost its machine). Each
 follower says when the worker last spoke to it, what to do when the request is lost, and when there is nothing more
-to watch; the watch tells each lost request once.
+to watch; the watch tells each lost request once. Silence is measured from the worker, not from this event loop: before
+calling a request lost, the watch reads the alive key its worker sets at each beat (keys.alive_key), so a web process
+that was itself stalled (its frames and beats waiting unread) does not end a healthy run.
 """
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from webapp.live.loops import per_loop
+from webapp.ops.redis_client import app_redis
 from webapp.ops.worker_presence import queue_workers_up
+from webapp.playground.keys import alive_key
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +34,12 @@ NO_WORKER, WORKER_LOST = "no_worker", "worker_lost"
 class Watched:
     """One request in flight as its follower sees it."""
 
+    request_id: str
     heard: Callable[[], float | None]  # when its worker last spoke (time.monotonic; None: no worker took it yet)
     lost: Callable[[str], Awaitable[None]]  # told once, with NO_WORKER or WORKER_LOST
     over: Callable[[], bool] = lambda: False  # nothing more to watch (it ended, its follower went)
     queued: float = field(default_factory=time.monotonic)
+    vouched: float = float("-inf")  # when its worker's alive key last vouched for it
 
 
 class Watchdog:
@@ -62,6 +68,7 @@ class Watchdog:
                 if watched.over():
                     self._watched.pop(key, None)
             heard = {key: watched.heard() for key, watched in self._watched.items()}
+            heard = {key: at if at is None else max(at, self._watched[key].vouched) for key, at in heard.items()}
             nobody = any(at is None for at in heard.values()) and await no_interactive_worker()
             now = time.monotonic()
             for key, at in heard.items():
@@ -71,6 +78,9 @@ class Watchdog:
                 if at is None and (nobody or now - watched.queued > settings.PLAYGROUND_QUEUE_WAIT_S):
                     code = NO_WORKER
                 elif at is not None and now - at > settings.PLAYGROUND_WORKER_LOST_S:
+                    if await worker_holds(watched.request_id):  # this loop was deaf, the worker is not dead
+                        watched.vouched = time.monotonic()
+                        continue
                     code = WORKER_LOST
                 else:
                     continue
@@ -79,6 +89,14 @@ class Watchdog:
                     await watched.lost(code)
                 except Exception:  # one follower's failure must not stop the watch over the others
                     log.exception("could not end lost request %s", key)
+
+
+async def worker_holds(request_id: str) -> bool:
+    """Whether the request's worker vouched for it at its last beat (Redis away: False, the silence decides)."""
+    try:
+        return bool(await asyncio.to_thread(app_redis().exists, alive_key(request_id)))
+    except Exception:
+        return False
 
 
 async def no_interactive_worker() -> bool:

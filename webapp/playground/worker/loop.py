@@ -104,7 +104,7 @@ class DecodeLoop:
         client = aioredis.Redis.from_url(settings.REDIS_URL)
         compute = ThreadPoolExecutor(1, thread_name_prefix="playground-compute", initializer=_limit_threads)
         sender = asyncio.create_task(self._send_forever(outbox, client))
-        beats = asyncio.create_task(self._beat_forever())
+        beats = asyncio.create_task(self._beat_forever(client))
         self._ready.set()
         tick = Tick()
         control: asyncio.Task[Control] | None = None
@@ -182,11 +182,13 @@ class DecodeLoop:
         credits = {rid: len(items) for rid, items in zip(tick.stepping, popped, strict=True) if items}
         return cancels, credits, resyncs, views
 
-    async def _beat_forever(self) -> None:
-        """Every BEAT_S, one message per web process naming the requests this worker holds for it.
+    async def _beat_forever(self, client: aioredis.Redis) -> None:
+        """Every BEAT_S, one message per web process naming the requests this worker holds for it, and each request's
+        alive key in Redis (keys.alive_key).
 
-        The web side ends a request whose worker stays silent (webapp/playground/relay.py):
-        between a paced request's tokens, in step mode or while a model loads, this is all it hears.
+        The web side ends a request whose worker stays silent (webapp/playground/watchdog.py):
+        between a paced request's tokens, in step mode or while a model loads, this is all it hears; a web process
+        that was itself stalled reads the alive keys before it believes the silence.
         """
         layer = get_channel_layer()
         while True:
@@ -196,6 +198,11 @@ class DecodeLoop:
                 by_relay[relay].append(request_id)
             try:
                 await asyncio.gather(*(relay_send(layer, relay, beat_message(ids)) for relay, ids in by_relay.items()))
+                if self._held:
+                    pipe = client.pipeline(transaction=False)
+                    for request_id in list(self._held):
+                        pipe.set(keys.alive_key(request_id), "1", ex=keys.ALIVE_TTL_S)
+                    await pipe.execute()
             except Exception:  # Redis away for a moment: the next beat tries again
                 log.warning("playground beat could not be sent", exc_info=True)
 

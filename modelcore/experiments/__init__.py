@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from modelcore.experiments.gradients import gradient_norms_at_init, layer_grad_norms, series
     from modelcore.experiments.runs import build_probe, train_probe
     from modelcore.experiments.spec import KINDS, SWITCHES, RunConfig, arms_of, canonical_params
-    from modelcore.experiments.sweep import sweep, train_stacked
+    from modelcore.experiments.sweep import train_stacked
     from modelcore.experiments.threads import torch_threads
 
 _EXPORTS = {
@@ -39,7 +39,6 @@ _EXPORTS = {
     "arms_of": "modelcore.experiments.spec",
     "canonical_params": "modelcore.experiments.spec",
     "torch_threads": "modelcore.experiments.threads",
-    "sweep": "modelcore.experiments.sweep",
     "train_stacked": "modelcore.experiments.sweep",
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
@@ -58,7 +57,6 @@ __all__ = [
     "representation_drift",
     "run_experiment",
     "series",
-    "sweep",
     "torch_threads",
     "train_probe",
     "train_stacked",

@@ -82,3 +82,13 @@ def test_a_sweep_returns_every_seed_of_every_arm_and_a_verdict():
 def test_bad_seeds_are_refused(seeds):
     with pytest.raises(ValueError):
         train_stacked(comparison_arms("mask")[0], seeds)
+
+
+def test_eight_seeds_grouped_by_batch_length_match_their_lone_runs_too():
+    """From 8 seeds on, seeds with similar batch lengths run in groups, each padded to its own longest batch."""
+    arm = _short(comparison_arms("mask")[1])
+    with torch_threads(1):
+        stacked = train_stacked(arm, range(8))
+        for run in stacked["runs"]:
+            lone = _lone_losses(arm, run["seed"])
+            assert all(abs(a - b) <= TOLERANCE * b for a, b in zip(run["loss"], lone, strict=True))

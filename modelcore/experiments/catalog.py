@@ -29,7 +29,7 @@ def run_experiment(
     """Run one experiment; on_progress receives {"progress": 0..1, ...} as it goes."""
     params = canonical_params(kind, params)
     report = on_progress or (lambda _info: None)
-    runner = {"gradflow": _gradflow, "compare": _compare, "drift": _drift, "norms": _norms}[kind]
+    runner = {"gradflow": _gradflow, "compare": _compare, "drift": _drift, "norms": _norms, "sweep": _sweep}[kind]
     return {"kind": kind, "params": params, **runner(params, report, should_stop)}
 
 
@@ -55,6 +55,18 @@ def _compare(params: dict[str, Any], report: Progress, should_stop: ShouldStop |
         report({"progress": done / (len(labels) * info["steps"]), "arm": label, **info})
 
     return compare_runs(config, params["switch"], on_step=on_step, should_stop=should_stop)
+
+
+def _sweep(params: dict[str, Any], report: Progress, should_stop: ShouldStop | None) -> dict[str, Any]:
+    """A comparison's two arms with `seeds` seeds each, each arm's seeds trained stacked (modelcore.experiments.sweep)."""
+    from modelcore.experiments.comparisons import Arm
+    from modelcore.experiments.sweep import sweep_arms
+
+    config = _run_config(params)
+    arms = tuple(Arm(label, arm_config) for label, arm_config in arms_of(config, params["switch"]))
+    seeds = range(params["seed"], params["seed"] + params["seeds"])
+    result = sweep_arms(arms, seeds, on_progress=report, should_stop=should_stop)
+    return {"switch": params["switch"], "config": config.to_dict(), **result}
 
 
 def _drift(params: dict[str, Any], report: Progress, _stop: ShouldStop | None) -> dict[str, Any]:

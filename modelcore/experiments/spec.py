@@ -105,10 +105,13 @@ def arms_of(config: RunConfig, switch: str) -> list[tuple[str, RunConfig]]:
     return [(label, config.replace(**fields)) for label, fields in SWITCHES[switch](config)]
 
 
-KINDS = ("gradflow", "compare", "drift", "norms")
+KINDS = ("gradflow", "compare", "drift", "norms", "sweep")
 MODEL_FIELDS = (*PROBE_KNOBS, "seed")  # what a measurement at initialisation depends on
 INIT_VOCAB = 1000  # random-token vocabulary of the measurements at initialisation
 MAX_SEEDS = 10
+# A sweep: a comparison's two arms, each with several seeds trained together (modelcore.experiments.sweep); one
+# seed is a "compare" run. The launch form offers 4, 8 and 16.
+SWEEP_SEEDS = (4, 8, 16)
 MAX_SENTENCE_CHARS = 200
 
 def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -116,6 +119,7 @@ def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"unknown experiment {kind!r} (choose from: {', '.join(KINDS)})")
     extras = {"gradflow": {"seeds": 3}, "compare": {"switch": "norm_position"},
+              "sweep": {"switch": "norm_position", "seeds": SWEEP_SEEDS[1]},
               "drift": {"seeds": 3, "sentence": SAMPLE_SOURCE},
               "norms": {"sentence": SAMPLE_SOURCE, "target": SAMPLE_TARGET}}[kind]
     unknown = sorted(set(params) - set(RunConfig.__dataclass_fields__) - set(extras))
@@ -124,7 +128,7 @@ def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     base = {"task": "zh-en", "steps": 200} if kind == "norms" else {}
     config = RunConfig.from_dict({**base, **{k: v for k, v in params.items() if k not in extras}})
     chosen = {**extras, **{k: v for k, v in params.items() if k in extras}}
-    _check_extras(chosen)
+    _check_extras(chosen, kind)
     switch = chosen.get("switch") or ("norm" if kind == "norms" else None)
     if switch:
         # The switched setting is the arms' to choose: keep the first arm's, so that requests
@@ -136,9 +140,12 @@ def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     return {**run_fields, **chosen}
 
 
-def _check_extras(extras: dict[str, Any]) -> None:
+def _check_extras(extras: dict[str, Any], kind: str) -> None:
     seeds = extras.get("seeds", 1)
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+    if kind == "sweep":
+        if isinstance(seeds, bool) or seeds not in SWEEP_SEEDS:
+            raise ValueError(f"a sweep's seeds must be one of {', '.join(map(str, SWEEP_SEEDS))}, got {seeds!r}")
+    elif isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
         raise ValueError(f"seeds must be an integer in 1..{MAX_SEEDS}, got {seeds!r}")
     if "switch" in extras and extras["switch"] not in SWITCHES:
         raise ValueError(f"unknown switch {extras['switch']!r} (choose from: {', '.join(SWITCHES)})")

@@ -419,16 +419,32 @@ def sweep(
 ) -> dict[str, Any]:
     """Comparison `name` (modelcore.experiments.comparisons) with S seeds per arm, each arm's seeds stacked.
 
-    `seeds`: a count S (seeds 0 .. S-1) or the seeds themselves. Returns {"comparison", "seeds", "steps",
-    "arms": [train_stacked's result + "final_losses"], "verdict"} where the verdict is
-    modelcore.experiments.verdict.verdict over each arm's final losses.
+    `seeds`: a count S (seeds 0 .. S-1) or the seeds themselves. Returns sweep_arms' result with "comparison".
     """
-    from modelcore.experiments.verdict import verdict
-
-    chosen = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     arms = comparison_arms(name, base)
     if steps is not None:
         arms = tuple(Arm(a.label, a.config.replace(steps=steps), a.causal, a.loop) for a in arms)
+    chosen = range(seeds) if isinstance(seeds, int) else seeds
+    return {"comparison": name, **sweep_arms(arms, chosen, on_progress=on_progress, should_stop=should_stop)}
+
+
+def sweep_arms(
+    arms: Sequence[Arm],
+    seeds: Sequence[int],
+    *,
+    on_progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Each arm trained with every seed, the arm's seeds stacked; then the verdict over the final losses.
+
+    Returns {"seeds", "steps", "arms": [train_stacked's result + "final_losses"], "verdict"}: the verdict is
+    modelcore.experiments.verdict.verdict(...).to_dict() over the seeds every arm completed (None when some arm
+    has none, or a run was stopped). on_progress receives {"progress": 0..1, "arm", "step", "steps", "loss" (the
+    mean over the arm's running seeds)}.
+    """
+    from modelcore.experiments.verdict import verdict
+
+    chosen = list(seeds)
     report = on_progress or (lambda _info: None)
     results = []
     for i, arm in enumerate(arms):
@@ -441,7 +457,11 @@ def sweep(
         result = train_stacked(arm, chosen, on_step=on_step, should_stop=should_stop)
         result["final_losses"] = [run["final_loss"] for run in result["runs"]]
         results.append(result)
-    labels = [r["label"] for r in results]
-    finals = {r["label"]: [v for v in r["final_losses"] if v is not None] for r in results}
-    return {"comparison": name, "seeds": chosen, "steps": arms[0].config.steps, "arms": results,
-            "verdict": verdict(finals).to_dict() if all(finals[label] for label in labels) else None}
+        if any(run["status"] == "stopped" for run in result["runs"]):
+            break
+    # Seeds that completed in every arm (a diverged seed has a final loss, but not one to rank by).
+    kept = [i for i in range(len(chosen))
+            if all(r["runs"][i]["status"] == "completed" for r in results)] if len(results) == len(arms) else []
+    finals = {r["label"]: [r["final_losses"][i] for i in kept] for r in results}
+    return {"seeds": chosen, "steps": arms[0].config.steps, "arms": results,
+            "verdict": verdict(finals).to_dict() if kept and len(finals) >= 2 else None}

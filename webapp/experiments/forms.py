@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator
 from django.utils.translation import gettext_lazy as _
 
 from modelcore.config import model_overrides
-from modelcore.experiments.spec import PROBE_KNOBS, PROBE_TASKS
+from modelcore.experiments.spec import PROBE_KNOBS, PROBE_TASKS, SWEEP_SEEDS
 from webapp.core.model_forms import check_model, model_choice_field
 
 N_HEADS = 4  # fixed: the form asks for d_model only, d_ff is 4 * d_model as in the paper
@@ -55,6 +55,11 @@ class LaunchForm(forms.Form):
     norm = model_choice_field("norm", label=_("Norm"), labels={"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"})
     residual = forms.BooleanField(label=_("Residual connections"), required=False, initial=True)
     seeds = forms.IntegerField(label=_("Seeds to average (gradient norms)"), min_value=1, initial=3)
+    # Paired runs: one seed, or a sweep of several trained together (each seed its own initial weights and batches).
+    sweep_seeds = forms.TypedChoiceField(
+        label=_("Seeds per arm (paired runs)"), coerce=int, initial=1, required=False, empty_value=1,
+        choices=[(1, "1"), *((n, str(n)) for n in SWEEP_SEEDS)],
+    )
     seed = forms.IntegerField(label=_("Seed"), min_value=0, max_value=1_000_000, initial=0)
 
     def __init__(self, *args: Any, limits: Limits, **kwargs: Any) -> None:
@@ -84,6 +89,8 @@ class LaunchForm(forms.Form):
             return "gradflow", {**model, "seeds": data["seeds"]}
         run = {"task": data["task"], "steps": data["steps"], "batch_size": data["batch_size"], "lr": data["lr"],
                "warmup_steps": data["warmup_steps"], "switch": data["switch"]}
+        if data["sweep_seeds"] > 1:  # seeds seed .. seed + n - 1 of each arm, trained stacked
+            return "sweep", {**model, **run, "seeds": data["sweep_seeds"]}
         return "compare", {**model, **run}
 
     def _knobs(self) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from webapp.ops.jobs import JobStatus, Run
 
 # What each kind of run is called on the pages (modelcore names them in code).
 KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paired training runs"),
-               "drift": _("representation drift"), "norms": _("norm statistics")}
+               "drift": _("representation drift"), "norms": _("norm statistics"),
+               "sweep": _("paired training runs, several seeds")}
 # The arms each kind compares, as modelcore labels them (a compare run's come from its switch).
 KIND_ARMS = {"drift": ("residual", "no residual"), "norms": ("layernorm", "rmsnorm")}
 
@@ -60,7 +61,7 @@ class ExperimentRun(Run):
         if self.kind == "gradflow":
             return label_text(params.get("norm_position", ""))
         switch = params.get("switch")
-        if self.kind == "compare" and switch in SWITCHES:
+        if self.kind in ("compare", "sweep") and switch in SWITCHES:
             arms = tuple(label for label, _ in SWITCHES[switch](RunConfig()))  # the labels, whatever the settings
         else:
             arms = KIND_ARMS.get(self.kind, ())

@@ -92,3 +92,27 @@ def test_eight_seeds_grouped_by_batch_length_match_their_lone_runs_too():
         for run in stacked["runs"]:
             lone = _lone_losses(arm, run["seed"])
             assert all(abs(a - b) <= TOLERANCE * b for a, b in zip(run["loss"], lone, strict=True))
+
+
+def test_a_student_s_sweep_run_trains_both_arms_with_every_seed_and_judges_them():
+    from modelcore.experiments import run_experiment
+
+    seen = []
+    params = {"task": "reverse", "layers": 1, "d_model": 32, "n_heads": 4, "d_ff": 64, "steps": 3, "seeds": 4,
+              "seed": 5, "switch": "residual", "norm_position": "pre"}
+    with torch_threads(1):
+        result = run_experiment("sweep", params, on_progress=seen.append)
+    assert result["kind"] == "sweep" and result["params"]["seeds"] == 4
+    assert [arm["label"] for arm in result["arms"]] == ["residual", "no residual"]
+    assert all([run["seed"] for run in arm["runs"]] == [5, 6, 7, 8] for arm in result["arms"])
+    assert all(len(run["loss"]) == 3 for arm in result["arms"] for run in arm["runs"])
+    assert result["verdict"]["seeds"] == 4 and seen[-1]["progress"] == 1.0
+
+
+@pytest.mark.parametrize("seeds", [1, 3, 32, True])
+def test_a_sweep_asks_for_4_8_or_16_seeds(seeds):
+    from modelcore.experiments.spec import canonical_params
+
+    with pytest.raises(ValueError):
+        canonical_params("sweep", {"seeds": seeds})
+    assert canonical_params("sweep", {})["seeds"] == 8

@@ -7,16 +7,19 @@ characters: past that, the server stops reading that socket until its consumer c
 (TCP then slows the client down; nobody else waits). A frame over the size limit is answered
 with a close frame, code 1009, instead of a dropped connection.
 
-The other way round, a client that does not read its socket left every frame the app sent it in
-the web process (Twisted's send buffer): a stalled tab asking for 570 kB `state` frames grew the
-process by 130 MB in 4 s. Here a socket with more than SOCKET_SEND_BUFFER_BYTES unsent is sent a
-close frame, code 4408, and dropped CLOSE_WAIT_S later if it has not read up to it (its buffer goes with it).
+The other way round, a client that does not read its socket leaves every frame the app sends it in
+the web process (Twisted's send buffer). Here a socket with more than SOCKET_SEND_BUFFER_BYTES unsent is sent a
+close frame, code 4408, and dropped CLOSE_WAIT_S later if it has not read up to it (its buffer goes with it); and
+while all the process's sockets together hold more than SOCKET_SEND_PROCESS_BYTES unsent, so is each that holds
+more than a sixteenth of its own bound. Each socket's scope carries what it holds unsent (`encdec.unsent`), so the
+app sends no `state` to a socket whose last one has not left yet.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import sys
+import time
 from functools import partial
 from typing import Any
 
@@ -79,6 +82,7 @@ class BoundedServer(Server):
         eager_writes(protocol.transport)
         queue = BoundedQueue(protocol)
         scope.setdefault("asgi", {"version": "3.0"})
+        scope["encdec.unsent"] = lambda: unsent_bytes(protocol.transport)  # the app reads it before a large send
         instance = self.application(scope=scope, receive=queue.get, send=partial(self.handle_reply, protocol))
         if protocol not in self.connections:
             return None
@@ -91,9 +95,9 @@ class BoundedServer(Server):
         if message.get("type") == "websocket.send" and isinstance(protocol, WebSocketProtocol):
             if protocol.state != WebSocketProtocol.STATE_OPEN:
                 return  # closing (or closed): what is left for it goes nowhere
-            if unsent_bytes(protocol.transport) > _send_bound():
-                log.warning("closing a WebSocket whose client does not read (%s bytes unsent)",
-                            unsent_bytes(protocol.transport))
+            unsent = unsent_bytes(protocol.transport)
+            if unsent > _send_bound() or (unsent > _send_bound() // 16 and self._process_unsent() > _process_bound()):
+                log.warning("closing a WebSocket whose client does not read (%s bytes unsent)", unsent)
                 from webapp.live.socket_guard import NOT_READING_CLOSE
 
                 # A slow reader gets CLOSE_WAIT_S to read up to the close frame and see why; then autobahn drops it.
@@ -102,10 +106,20 @@ class BoundedServer(Server):
                 return
         await super().handle_reply(protocol, message)
 
+    def _process_unsent(self) -> int:
+        """What all WebSockets of this process hold unsent, summed at most every UNSENT_SUM_S (not per frame)."""
+        now = time.monotonic()
+        if now - getattr(self, "_unsent_at", float("-inf")) > UNSENT_SUM_S:
+            self._unsent_at = now
+            self._unsent_sum = sum(unsent_bytes(getattr(protocol, "transport", None))
+                                   for protocol in list(self.connections) if isinstance(protocol, WebSocketProtocol))
+        return self._unsent_sum
+
 
 
 
 CLOSE_WAIT_S = 5  # how long a socket closed for not reading keeps its buffer for the client to reach the close frame
+UNSENT_SUM_S = 0.25  # how often the process's unsent total is summed over its sockets
 
 
 def unsent_bytes(transport: Any) -> int:
@@ -154,6 +168,12 @@ def _send_bound() -> int:
     from django.conf import settings
 
     return settings.SOCKET_SEND_BUFFER_BYTES
+
+
+def _process_bound() -> int:
+    from django.conf import settings
+
+    return settings.SOCKET_SEND_PROCESS_BYTES
 
 
 class BoundedCommandLine(CommandLineInterface):

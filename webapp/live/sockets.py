@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 MAX_FRAME_CHARS = 64_000
 SOCKETS_PREFIX = "/ws/"  # the per-user socket cap counts every socket of the site
 REDIS_WAIT_S = 3.0  # a socket opened while Redis restarts waits this long (daphne drops a handshake after 5 s)
+RESYNC_RETRY_S = 0.5  # a resync waiting for a socket's queued frames to leave looks again this often
 TRY_AGAIN_CLOSE = 4013  # "try again later" (1013 in RFC 6455, which a server may not send): the script reconnects
 
 _open_by_user: Counter[int] = Counter()  # this process's open sockets per user (settings.SOCKETS_PER_USER)
@@ -160,6 +161,8 @@ class JsonSocket(AsyncWebsocketConsumer):
         if getattr(self, "_resync_task", None) is not None:
             return  # an answer is already waiting for the interval's end: it answers this one too
         wait = getattr(self, "_resync_at", 0.0) - loop.time()
+        if self.unsent() > 0:  # its last frames have not left yet: a state now would pile up behind them
+            wait = max(wait, settings.SOCKET_RESYNC_EVERY_MS / 1000, RESYNC_RETRY_S)
         if wait <= 0:
             self._resync_at = loop.time() + settings.SOCKET_RESYNC_EVERY_MS / 1000
             await answer()
@@ -168,6 +171,8 @@ class JsonSocket(AsyncWebsocketConsumer):
 
     async def _resync_later(self, wait: float) -> None:
         await asyncio.sleep(wait)
+        while self.unsent() > 0 and not getattr(self, "closing", False):  # answered once what is queued has left
+            await asyncio.sleep(RESYNC_RETRY_S)
         self._resync_task = None
         if getattr(self, "closing", False):
             return
@@ -176,6 +181,11 @@ class JsonSocket(AsyncWebsocketConsumer):
             await self._resync_answer()
         except Exception:
             log.exception("a paced resync failed")
+
+    def unsent(self) -> int:
+        """What this socket's client has not read yet of what the server sent it (0 where the server cannot say)."""
+        measure = self.scope.get("encdec.unsent") if hasattr(self, "scope") else None
+        return measure() if measure is not None else 0
 
     def _stop_resync(self) -> None:
         task = getattr(self, "_resync_task", None)

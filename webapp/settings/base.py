@@ -191,6 +191,9 @@ TRAINING_UPLOAD_MAX_BYTES = env_int("TRAINING_UPLOAD_MAX_BYTES", 20 * 1024 * 102
 # before it is closed (4408), the sockets one user may hold open in one web process (the next is closed with 4409),
 # and how often a socket's `resync` is answered (one asked sooner is answered when the interval ends, once).
 SOCKET_SEND_BUFFER_BYTES = env_int("SOCKET_SEND_BUFFER_BYTES", 4 * 1024 * 1024, minimum=65_536)
+# ... and what all of one web process's sockets together may hold unsent: past it, a socket holding more than a
+# sixteenth of SOCKET_SEND_BUFFER_BYTES unsent is closed with 4408 as it is sent more.
+SOCKET_SEND_PROCESS_BYTES = env_int("SOCKET_SEND_PROCESS_BYTES", 32 * 1024 * 1024, minimum=1_048_576)
 SOCKETS_PER_USER = env_int("SOCKETS_PER_USER", 8, minimum=1)
 SOCKET_RESYNC_EVERY_MS = env_int("SOCKET_RESYNC_EVERY_MS", 2000, minimum=0)
 # The decoding playground (docs/protocol.md): per-user limits, per-request caps, models kept warm per worker.

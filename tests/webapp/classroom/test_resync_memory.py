@@ -102,11 +102,12 @@ class PeakRss:
         self.thread.join()
 
 
-async def _abuse(web, code: str, cookie: str) -> list[int | None]:
-    """ABUSIVE_SOCKETS sockets that never read, each sending resync every RESYNC_EVERY_S for ABUSE_S; their closes."""
+async def _abuse(web, code: str, cookie: str | list[str], every_s: float = RESYNC_EVERY_S) -> list[int | None]:
+    """ABUSIVE_SOCKETS sockets that never read (or, for a list of cookies, that many of each user), each sending
+    resync every `every_s` for ABUSE_S; their closes."""
     # max_queue=1: the client stops reading its TCP socket once a frame waits unread (as a stalled tab does)
-    opened = [await _socket(web, f"/ws/classroom/{code}/", cookie, max_queue=1).__aenter__()
-              for _ in range(ABUSIVE_SOCKETS)]
+    cookies = [cookie] * ABUSIVE_SOCKETS if isinstance(cookie, str) else cookie
+    opened = [await _socket(web, f"/ws/classroom/{code}/", each, max_queue=1).__aenter__() for each in cookies]
     deadline = time.monotonic() + ABUSE_S
     while time.monotonic() < deadline:
         for ws in opened:
@@ -114,7 +115,7 @@ async def _abuse(web, code: str, cookie: str) -> list[int | None]:
                 await ws.send(json.dumps({"type": "resync"}))
             except ConnectionClosed:
                 pass
-        await asyncio.sleep(RESYNC_EVERY_S)
+        await asyncio.sleep(every_s)
     codes = []
     for ws in opened:
         try:
@@ -149,26 +150,51 @@ def test_sockets_that_never_read_resync_cannot_grow_the_web_process(web_with, se
     assert after - before < 15
 
 
-def test_a_socket_whose_client_does_not_read_is_closed_with_4408(web_with, session, student, ended_run):
-    web = web_with(SOCKET_SEND_BUFFER_BYTES="65536", SOCKET_RESYNC_EVERY_MS="0")  # every resync answered
+def test_a_class_of_stalled_tabs_cannot_grow_the_web_process(web_with, session, make_student, ended_run):
+    """49 sockets of 7 students that never read, each asking for the run's 570 kB state every 0.5 s (before: +230 MB,
+    kept after they closed): each holds at most one state in the web process, the process's sockets together at most
+    SOCKET_SEND_PROCESS_BYTES (past it the stalled ones are closed with 4408), and the memory comes back."""
+    web = web_with(SOCKET_RESYNC_EVERY_MS="0")
+    cookies = [cookie_for(make_student(f"tab{i}")) for i in range(7)]
+    async_to_sync(_state_once)(web, session.code, cookies[0])
+    time.sleep(0.5)
+    before = web.rss_mb()
+    with PeakRss(web) as rss:
+        codes = async_to_sync(_abuse)(web, session.code, [cookie for cookie in cookies for _ in range(7)], 0.5)
+        time.sleep(2)
+    after = web.rss_mb()
+    print(f"RSS before {before:.0f} MB, peak {rss.peak:.0f} MB, after {after:.0f} MB; close codes {codes}")
+    # 4408 for those the process's budget closed; 1006 when such a tab, reading nothing, never reached that close frame
+    # and was dropped CLOSE_WAIT_S after it
+    assert len(codes) == 49 and set(codes) <= {None, 1000, 1006, 4408}
+    assert rss.peak - before < 60
+    assert after - before < 20
 
+
+def test_a_socket_whose_client_does_not_read_gets_no_state_until_the_last_has_left(web_with, session, student,
+                                                                                  ended_run):
+    """Every resync answered at once (SOCKET_RESYNC_EVERY_MS=0), yet a client that reads nothing while it asks for
+    twenty gets no state while the last one it was sent is still in the web process: the kernel's send buffer (up to
+    4 MB on loopback: about seven states) takes the first ones, then the server holds at most one, not twenty, and the
+    4408 bound is never reached; once it reads, the resync it asked for meanwhile is answered once."""
+    web = web_with(SOCKET_SEND_BUFFER_BYTES="65536", SOCKET_RESYNC_EVERY_MS="0")
     cookie = cookie_for(student)
 
     async def scenario() -> tuple[list[str], int | None]:
         async with _socket(web, f"/ws/classroom/{session.code}/", cookie, max_queue=1, sock=_small_buffer(web)) as ws:
-            for _ in range(ASKED):  # 20 state frames of 570 kB: far past the bound, while it reads nothing
+            for _ in range(ASKED):  # 20 state frames of 570 kB asked for, while it reads nothing
                 await ws.send(json.dumps({"type": "resync"}))
                 await asyncio.sleep(0.11)
             kinds = []
             try:
-                while True:  # then it reads: what it was sent, up to the close frame
-                    kinds.append(json.loads(await asyncio.wait_for(ws.recv(), 10))["type"])
-            except ConnectionClosed:
+                while True:  # then it reads: what it was sent, until nothing more comes
+                    kinds.append(json.loads(await asyncio.wait_for(ws.recv(), 3))["type"])
+            except TimeoutError:
                 return kinds, ws.close_code
 
     kinds, code = async_to_sync(scenario)()
-    assert code == 4408, kinds
-    assert "state" in kinds and kinds.count("state") < ASKED  # it got some, then the server stopped and closed
+    assert code is None, kinds  # still open: nothing piled up in the web process to close it for
+    assert 2 <= kinds.count("state") <= ASKED - 5, kinds  # what the kernel took, then one; not one per resync
 
 
 def test_one_user_may_hold_eight_sockets_and_the_ninth_is_told_why(web_with, student):

@@ -1,0 +1,74 @@
+"""The web process's bound on what its WebSockets hold unsent (webapp/server.py), alone: a socket past its own bound,
+or past a sixteenth of it while the process's sockets together hold more than SOCKET_SEND_PROCESS_BYTES, is sent a
+close frame with 4408 instead of more frames (a fake transport; no daphne)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from daphne.ws_protocol import WebSocketProtocol
+
+from webapp.live.socket_guard import NOT_READING_CLOSE
+from webapp.server import BoundedServer
+
+
+class Transport:
+    def __init__(self, unsent: int) -> None:
+        self.dataBuffer, self.offset, self._tempDataLen = b"", 0, unsent
+
+
+def socket_holding(unsent: int) -> Any:
+    protocol = WebSocketProtocol.__new__(WebSocketProtocol)
+    protocol.state = WebSocketProtocol.STATE_OPEN
+    protocol.transport = Transport(unsent)
+    protocol.closed_with: list[int] = []
+    protocol.sendClose = lambda code: protocol.closed_with.append(code)
+    return protocol
+
+
+def server_with(*protocols: Any) -> BoundedServer:
+    server = BoundedServer.__new__(BoundedServer)
+    server.connections = {protocol: {} for protocol in protocols}
+    return server
+
+
+@pytest.fixture
+def bounds(settings):
+    settings.SOCKET_SEND_BUFFER_BYTES = 4 * 1024 * 1024
+    settings.SOCKET_SEND_PROCESS_BYTES = 32 * 1024 * 1024
+
+
+async def _send(server: BoundedServer, protocol: Any) -> None:
+    await server.handle_reply(protocol, {"type": "websocket.send", "text": "{}"})
+
+
+async def test_a_socket_past_its_own_bound_is_closed_with_4408(bounds):
+    late, fine = socket_holding(5 * 1024 * 1024), socket_holding(0)
+    server = server_with(late, fine)
+    await _send(server, late)
+    assert late.closed_with == [NOT_READING_CLOSE]
+
+
+async def test_past_the_process_budget_the_sockets_holding_most_are_closed_and_the_rest_kept(bounds):
+    """Fifty stalled tabs at 1 MB each (each under its own 4 MB bound): 50 MB unsent in all, past the process's 32."""
+    stalled = [socket_holding(1024 * 1024) for _ in range(50)]
+    reading = socket_holding(100 * 1024)  # under a sixteenth of its bound (256 kB): a slow reader, not a stalled one
+    server = server_with(*stalled, reading)
+    for protocol in (*stalled, reading):
+        try:
+            await _send(server, protocol)
+        except Exception:  # past the check, daphne's own send meets the fake socket: what matters is the close
+            pass
+    assert all(protocol.closed_with == [NOT_READING_CLOSE] for protocol in stalled)
+    assert reading.closed_with == []
+
+
+async def test_under_the_process_budget_a_socket_under_its_own_bound_is_not_closed(bounds):
+    few = [socket_holding(1024 * 1024) for _ in range(5)]  # 5 MB in all
+    server = server_with(*few)
+    for protocol in few:
+        try:
+            await _send(server, protocol)
+        except Exception:
+            pass
+    assert all(protocol.closed_with == [] for protocol in few)

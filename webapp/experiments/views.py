@@ -20,6 +20,7 @@ from webapp.experiments.services import (
     experiment_quota_left,
     experiment_run_request,
 )
+from webapp.ops.sealed import is_sealed
 
 
 def _limits(request: HttpRequest) -> Limits:
@@ -90,6 +91,8 @@ def _form_again(request: HttpRequest, form: LaunchForm, quota_error: str, *, sta
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: its parameters, a live progress bar, its figures once done."""
     run = get_object_or_404(ExperimentRun, pk=run_id)
+    if is_sealed(run):
+        return render(request, "experiments/sealed.html", {"run": run})
     return render(request, "experiments/run.html", {"run": run, "queue": experiment_queue_place(run=run)})
 
 
@@ -104,6 +107,8 @@ def run_queue(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_result(request: HttpRequest, run_id: int) -> HttpResponse:
     """The figures fragment of a run (what the page swaps in when the socket says it is done)."""
     run = get_object_or_404(ExperimentRun, pk=run_id)
+    if is_sealed(run):
+        return render(request, "experiments/partials/sealed.html", {"run": run})
     done = run.status == ExperimentRun.Status.SUCCEEDED
     run_figures = figures.run_figures(run.kind, run.result) if done else {}
     zeros = figures.zero_layers(run.result) if done and run.kind in ("compare", "norms") else []

@@ -24,6 +24,7 @@ from webapp.lesson.services import (
     training_queue_place,
     workers_present,
 )
+from webapp.ops.sealed import is_sealed
 from webapp.registry.coverage import lesson_example
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
@@ -83,11 +84,16 @@ def page_context(user: Any, page: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _unsealed(run: TrainingRun | None) -> TrainingRun | None:
+    """A comparison's latest run for its page, unless a class is predicting it (then the page offers only Train)."""
+    return None if run is None or is_sealed(run) else run
+
+
 # What each page's view adds to the shared context (the figures some pages draw).
 PAGE_EXTRAS = {
-    "decoder": lambda: {"run": training_latest(kind="mask"), "alignment": content.alignment(),
+    "decoder": lambda: {"run": _unsealed(training_latest(kind="mask")), "alignment": content.alignment(),
                         "dropped": lesson_example()},
-    "questions": lambda: {"run": training_latest(kind="ffn"), "figures": {"masks": masks_figure(7)},
+    "questions": lambda: {"run": _unsealed(training_latest(kind="ffn")), "figures": {"masks": masks_figure(7)},
                           "stacks": {"stacks": stacks_figure(4, 3)}},
     "glossary": lambda: {"terms": content.glossary()},
 }
@@ -117,6 +123,8 @@ def queue_context(run: TrainingRun) -> dict[str, Any]:
 
 
 def run_panel_context(run: TrainingRun) -> dict[str, Any]:
+    if is_sealed(run):  # a class is predicting it: nothing of it before the class's reveal
+        return {"sealed": True, "run": run, "figures": {}, "arms": [], "no_worker": False, "arm_names": "{}"}
     done = run.status == TrainingRun.Status.SUCCEEDED
     figures = figures_for(run.kind, run.result) if done else {}
     waiting = run.status == TrainingRun.Status.QUEUED and workers_present("experiments") is False

@@ -7,6 +7,7 @@ from channels.db import database_sync_to_async
 
 from webapp.live.sockets import GroupSocket
 from webapp.ops.runs import RunTable
+from webapp.ops.sealed import is_sealed
 
 
 class RunSocket(GroupSocket):
@@ -23,9 +24,18 @@ class RunSocket(GroupSocket):
         return self.runs.group(self.run_id)
 
     async def snapshot(self) -> dict[str, Any] | None:
-        return await database_sync_to_async(self.runs.state)(self.run_id)
+        return await database_sync_to_async(self._state)()
+
+    def _state(self) -> dict[str, Any] | None:
+        run = self.runs.model.objects.filter(pk=self.run_id).only("pk").first()
+        if run is not None and is_sealed(run):  # a class predicts it: nothing of it before the reveal
+            self._sealed = True
+            return None
+        return self.runs.state(self.run_id)
 
     def not_found(self) -> str:
+        if getattr(self, "_sealed", False):
+            return f"a class is predicting this {self.runs.noun}: it shows after the class's reveal"
         return f"there is no {self.runs.noun} {self.run_id}"
 
     async def on_ping(self, frame: dict[str, Any]) -> None:

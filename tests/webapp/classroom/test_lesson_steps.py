@@ -215,6 +215,10 @@ async def test_the_class_predicts_a_training_comparison_and_its_measured_result_
     run = await db(TrainingRun.objects.filter(kind="mask").latest)("created_at")
     assert run.status == TrainingRun.Status.SUCCEEDED, run.error
     lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
+    panel = (await db(lambda: client_as(ann).get(f"/lesson/runs/{run.pk}/"))()).content.decode()
+    assert 'data-testid="run-sealed"' in panel and 'data-testid="run-table"' not in panel  # not before the reveal
+    page = (await db(lambda: client_as(ann).get("/lesson/decoder/"))()).content.decode()
+    assert f'data-run-id="{run.pk}"' not in page  # the lesson page offers Train, not the run the class predicts
     await console.send_json_to({"type": "reveal"})
     reveal = await until(ws_ann, "reveal")
     assert reveal["answer"] == lowest and reveal["you"]["correct"] is (lowest == "no mask")
@@ -250,7 +254,8 @@ def test_a_part_reads_the_same_for_every_student_of_a_language_without_a_form_or
 
 
 async def test_an_experiments_page_comparison_is_predicted_and_its_kept_result_revealed_as_kept(
-        session, instructor, make_student):
+        session, instructor, make_student, client_as):
+    from tests.fixtures.sockets import socket_for
     from webapp.experiments.models import ExperimentRun
 
     console, _ = await seat(session, instructor)
@@ -265,11 +270,22 @@ async def test_an_experiments_page_comparison_is_predicted_and_its_kept_result_r
     arms = run.result["arms"]
     final = {a["label"]: a["run"]["final_loss"] if a["run"]["status"] == "completed" else float("inf") for a in arms}
     lowest = asked["options"][["warmup", "no warmup"].index(min(final, key=final.get))]
+    # While the class predicts it, nothing of the run shows: not its page, not its result, not its socket.
+    url = f"/experiments/runs/{run.pk}/"
+    for path in (url, f"{url}result/"):
+        page = (await db(lambda p=path: client_as(ann).get(p))()).content.decode()
+        assert 'data-testid="run-sealed"' in page and 'data-testid="plot-' not in page, path
+    watcher = await socket_for(f"/ws/experiments/{run.pk}/", ann)
+    assert (await watcher.connect())[0]
+    assert (await until_error(watcher))["code"] == "not_found"
+    await watcher.disconnect()
     await ws_ann.send_json_to({"type": "answer", "question": asked["id"], "choice": asked["options"][1]})
     await until(ws_ann, "answered")
     await console.send_json_to({"type": "reveal"})
     reveal = await until(ws_ann, "reveal")
     assert reveal["answer"] == lowest and reveal["experiment"]["kept"] is True  # said to be kept, not measured now
+    page = (await db(lambda: client_as(ann).get(f"{url}result/"))()).content.decode()
+    assert 'data-testid="plot-' in page and "run-sealed" not in page  # the reveal unseals it
     assert reveal["experiment"]["source"] == "experiments" and reveal["experiment"]["run"] == run.pk
     assert 'data-testid="plot-loss"' in reveal["html"]
     # A student who reloads gets the room as it is: the revealed result in the lesson's panel, with their own result.

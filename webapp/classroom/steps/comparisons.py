@@ -11,6 +11,7 @@ from django.urls import reverse
 from webapp.classroom import questions, wording
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LiveSession, Question
+from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES as EXPERIMENT_PAGES
 from webapp.experiments.services import QuotaExceeded, experiment_run_request
 from webapp.lesson.content import PREDICTIONS
@@ -18,6 +19,15 @@ from webapp.lesson.models import TrainingRun
 from webapp.lesson.services import TRAIN_KINDS, training_request
 
 FIELDS = ("kind", "lang")  # `lang`: what consoles sent before each screen had its own (accepted, unused)
+
+
+def predicted_now(model: type, run_id: int) -> bool:
+    """Whether an open question of a live session predicts this run (webapp/ops/sealed.py's check): its page, panel
+    and socket show nothing of it until the reveal or the close."""
+    field = {TrainingRun: "training_run_id", ExperimentRun: "experiment_run_id"}.get(model)
+    if field is None:
+        return False
+    return Question.objects.filter(status=Question.OPEN, session__ended_at__isnull=True, **{field: run_id}).exists()
 
 
 def comparison_checked(fields: dict[str, Any]) -> str:

@@ -63,7 +63,7 @@ run: setup
 	$(PY) scripts/run_stack.py
 
 test: setup $(STAMPS)/test-deps
-	@scripts/ensure_system_packages.sh chromium nginx-light fonts-noto-cjk
+	@scripts/ensure_system_packages.sh chromium nginx-light fonts-noto-cjk iproute2
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL) --durations=25
 

@@ -69,7 +69,11 @@ def _size(item: dict[str, Any]) -> int:
 
 
 class BoundedServer(Server):
-    """Daphne's server, giving each WebSocket a BoundedQueue and a close frame for an oversized message."""
+    """Daphne's server, giving each WebSocket a BoundedQueue and a close frame for an oversized message, and a TCP
+    listen backlog a class's reconnect storm fits in."""
+
+    def __init__(self, application: Any, endpoints: list[str] | None = None, **options: Any) -> None:
+        super().__init__(application, endpoints=[with_backlog(endpoint) for endpoint in endpoints or []], **options)
 
     def create_application(self, protocol: Any, scope: dict[str, Any]) -> asyncio.Queue | None:
         """As daphne's own, with a BoundedQueue for a WebSocket."""
@@ -118,6 +122,7 @@ class BoundedServer(Server):
 
 
 
+LISTEN_BACKLOG = 1024  # connections the kernel holds for accept (Twisted's default, 50, dropped most of a storm)
 CLOSE_WAIT_S = 5  # how long a socket closed for not reading keeps its buffer for the client to reach the close frame
 UNSENT_SUM_S = 0.25  # how often the process's unsent total is summed over its sockets
 
@@ -128,6 +133,14 @@ def unsent_bytes(transport: Any) -> int:
         return 0
     buffered = len(getattr(transport, "dataBuffer", b"")) - getattr(transport, "offset", 0)
     return buffered + getattr(transport, "_tempDataLen", 0)
+
+
+def with_backlog(endpoint: str) -> str:
+    """A TCP endpoint description with LISTEN_BACKLOG, unless it names its own (a class whose Wi-Fi comes back opens
+    hundreds of sockets at once; past the backlog the kernel drops their SYNs and each waits a second to retry)."""
+    if endpoint.startswith("tcp:") and ":backlog=" not in endpoint:
+        return f"{endpoint}:backlog={LISTEN_BACKLOG}"
+    return endpoint
 
 
 def eager_writes(transport: Any) -> None:

@@ -72,3 +72,17 @@ async def test_under_the_process_budget_a_socket_under_its_own_bound_is_not_clos
         except Exception:
             pass
     assert all(protocol.closed_with == [] for protocol in few)
+
+
+def test_the_web_process_listens_with_a_backlog_a_reconnect_storm_fits_in(asgi_process):
+    """The kernel's listen queue of the running daphne (ss shows a listening socket's backlog as its Send-Q)."""
+    import subprocess
+    from urllib.parse import urlsplit
+
+    from webapp.server import LISTEN_BACKLOG, with_backlog
+
+    assert with_backlog("tcp:port=8000:interface=0.0.0.0") == f"tcp:port=8000:interface=0.0.0.0:backlog={LISTEN_BACKLOG}"
+    assert with_backlog("tcp:port=1:backlog=7") == "tcp:port=1:backlog=7" and with_backlog("unix:/x") == "unix:/x"
+    port = urlsplit(asgi_process.url).port
+    listening = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout.split()
+    assert listening[2] == str(min(LISTEN_BACKLOG, int(open("/proc/sys/net/core/somaxconn").read()))), listening

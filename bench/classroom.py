@@ -181,15 +181,27 @@ async def connect(port: int, path: str, session_key: str) -> Any:
         def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
             seat.take(time.perf_counter(), payload)
 
+        def onClose(self, was_clean: bool, code: int | None, reason: str | None) -> None:  # noqa: N802
+            if not opened.done():  # dropped before it opened: the caller retries at once, not after its timeout
+                opened.set_exception(ConnectionError(f"closed before opening ({code})"))
+
     factory = WebSocketClientFactory(f"ws://127.0.0.1:{port}{path}", origin=f"http://127.0.0.1:{port}",
                                      headers={"Cookie": f"sessionid={session_key}"})
     factory.protocol = Client
+    factory.setProtocolOptions(openHandshakeTimeout=30)  # as a browser waits: the server's own limit decides
     await loop.create_connection(factory, "127.0.0.1", port)
     return await asyncio.wait_for(opened, 30)
 
 
 def send(client: Any, frame: dict[str, Any]) -> None:
     client.sendMessage(json.dumps(frame).encode())
+
+
+def cpu_model() -> str:
+    """The CPU's model name and whether it has AVX-512 (/proc/cpuinfo)."""
+    info = Path("/proc/cpuinfo").read_text()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    return f"{name} ({'AVX-512' if ' avx512f' in info else 'no AVX-512'})"
 
 
 def cpu_s(pid: int) -> float:
@@ -213,8 +225,34 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
                         raise
         raise AssertionError("unreachable")
 
+    async def storm_seat(i: int, key: str, started: float) -> Any:
+        """A socket of a class whose Wi-Fi came back: all at once, one retry at most."""
+        for attempt in (1, 2):
+            try:
+                client = await connect(ports[i % len(ports)], path, key)
+                client.stormed = (time.perf_counter() - started, attempt)
+                return client
+            except (TimeoutError, OSError):
+                if attempt == 2:
+                    return None
+        raise AssertionError("unreachable")
+
     console = await connect(ports[0], path, prepared["teacher"])
-    students = await asyncio.gather(*(seat(i, key) for i, key in enumerate(prepared["students"])))
+    storm = None
+    if args.storm:
+        started = time.perf_counter()
+        stormed = await asyncio.gather(*(storm_seat(i, key, started) for i, key in enumerate(prepared["students"])))
+        students = [client for client in stormed if client is not None]
+        took = [client.stormed[0] for client in students]
+        storm = {"sockets": len(stormed), "connected": len(students),
+                 "retried": sum(client.stormed[1] == 2 for client in students),
+                 "connect_p50_s": round(percentile(took, 50), 2), "connect_p99_s": round(percentile(took, 99), 2),
+                 "connect_max_s": round(max(took, default=float("nan")), 2),
+                 "connected_within_5_s": sum(t <= 5 for t in took)}
+        if not students:
+            raise SystemExit(f"no socket of the storm connected: {storm}")
+    else:
+        students = await asyncio.gather(*(seat(i, key) for i, key in enumerate(prepared["students"])))
     await asyncio.sleep(1.0)  # the last snapshots and presence updates go out before the decode starts
 
     cpu_before, client_before = [cpu_s(pid) for pid in web_pids], time.process_time()
@@ -284,6 +322,7 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
         "histogram_p50_ms": round(percentile(shown_ms, 50), 1), "histogram_p99_ms": round(percentile(shown_ms, 99), 1),
         "errors": errors[:5],
         **({"lesson_step": lesson} if lesson is not None else {}),
+        **({"storm": storm} if storm is not None else {}),
     }
 
 
@@ -357,6 +396,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "classroom.json")
     parser.add_argument("--logs", type=Path, help="copy the web and worker logs into this folder")
     parser.add_argument("--lesson", action="store_true", help="then a lesson part and its demonstration for the class")
+    parser.add_argument("--storm", action="store_true",
+                        help="the students' sockets open all at once (a reconnect storm), one retry each at most")
+    parser.add_argument("--backlog", type=int, help="the web processes' listen backlog (default: webapp.server's)")
+    parser.add_argument("--connect-timeout", type=int,
+                        help="the web processes' WebSocket handshake limit in s (default: webapp.server's; daphne's: 5)")
     parser.add_argument("--prepare", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--count-demonstrations", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -382,8 +426,12 @@ def main() -> int:
         prepared = json.loads(subprocess.run([sys.executable, __file__, "--prepare", str(args.sockets)], env=env,
                                              check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         for i, port in enumerate(ports):
-            procs.append(start([str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", str(port),
-                                "webapp.asgi:application"], env, data_dir / f"daphne-{i}.log"))
+            where = (["-e", f"tcp:port={port}:interface=127.0.0.1:backlog={args.backlog}"] if args.backlog
+                     else ["-b", "127.0.0.1", "-p", str(port)])
+            if args.connect_timeout:
+                where += ["--websocket_connect_timeout", str(args.connect_timeout)]
+            procs.append(start([str(BIN / "python"), "-m", "webapp.server", *where, "webapp.asgi:application"], env,
+                               data_dir / f"daphne-{i}.log"))
         procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
                             "--concurrency", "4", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
                            env, data_dir / "worker.log"))
@@ -418,9 +466,11 @@ def main() -> int:
     result = {
         **figures,
         "settings": {"webs": args.webs, "tokens": args.tokens, "pace_ms": args.pace_ms, "strategy": "greedy",
-                     "lesson": args.lesson,
+                     "lesson": args.lesson, "storm": args.storm, "backlog": args.backlog or "webapp.server's",
+                     "connect_timeout_s": args.connect_timeout or "webapp.server's",
                      "views": "console default (attention rows included)"},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+        "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},
     }

@@ -122,6 +122,7 @@ class BoundedServer(Server):
 
 
 
+WEBSOCKET_CONNECT_TIMEOUT_S = 30  # how long a WebSocket handshake may take before the server drops it
 LISTEN_BACKLOG = 1024  # connections the kernel holds for accept (Twisted's default, 50, dropped most of a storm)
 CLOSE_WAIT_S = 5  # how long a socket closed for not reading keeps its buffer for the client to reach the close frame
 UNSENT_SUM_S = 0.25  # how often the process's unsent total is summed over its sockets
@@ -191,6 +192,12 @@ def _process_bound() -> int:
 
 class BoundedCommandLine(CommandLineInterface):
     server_class = BoundedServer
+
+    def __init__(self) -> None:
+        super().__init__()
+        # A handshake waits its turn rather than being dropped at daphne's 5 s: in a reconnect storm the handshakes
+        # queue up behind one another, and a dropped one costs its client a retry and the server the handshake again.
+        self.parser.set_defaults(websocket_connect_timeout=WEBSOCKET_CONNECT_TIMEOUT_S)
 
 
 def main() -> None:

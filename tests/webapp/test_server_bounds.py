@@ -86,3 +86,12 @@ def test_the_web_process_listens_with_a_backlog_a_reconnect_storm_fits_in(asgi_p
     port = urlsplit(asgi_process.url).port
     listening = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout.split()
     assert listening[2] == str(min(LISTEN_BACKLOG, int(open("/proc/sys/net/core/somaxconn").read()))), listening
+
+
+def test_a_handshake_waits_its_turn_for_thirty_seconds_unless_the_operator_says_otherwise():
+    from webapp.server import WEBSOCKET_CONNECT_TIMEOUT_S, BoundedCommandLine
+
+    cli = BoundedCommandLine()
+    assert cli.parser.parse_args(["webapp.asgi:application"]).websocket_connect_timeout == WEBSOCKET_CONNECT_TIMEOUT_S
+    chosen = cli.parser.parse_args(["--websocket_connect_timeout", "5", "webapp.asgi:application"])
+    assert chosen.websocket_connect_timeout == 5

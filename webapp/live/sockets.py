@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME_CHARS = 64_000
 SOCKETS_PREFIX = "/ws/"  # the per-user socket cap counts every socket of the site
-REDIS_WAIT_S = 3.0  # a socket opened while Redis restarts waits this long (daphne drops a handshake after 5 s)
+REDIS_WAIT_S = 3.0  # a socket opened while Redis restarts waits this long, then is told so (a proxy may give up sooner)
 RESYNC_RETRY_S = 0.5  # a resync waiting for a socket's queued frames to leave looks again this often
 TRY_AGAIN_CLOSE = 4013  # "try again later" (1013 in RFC 6455, which a server may not send): the script reconnects
 

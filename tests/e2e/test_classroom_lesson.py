@@ -112,6 +112,12 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
         settled(page)
     assert computed in ann.get_by_test_id("class-demo-result").inner_text()
     assert ann.evaluate("document.documentElement.scrollWidth") <= 360  # nothing wider than the phone
+    # The query tokens: the console's pick runs it again for every screen; a student's are the console's to choose.
+    queries = "[data-testid=class-demo-result] button[data-query]"
+    assert ann.locator(queries).first.is_disabled() and ann.get_by_test_id("query-note").is_visible()
+    teacher.locator(queries).nth(2).click()
+    ann.wait_for_selector("[data-testid=class-demo][data-n='2']", timeout=60_000)
+    ann.wait_for_selector(f"{queries}[data-query='2'][aria-pressed=true]", timeout=30_000)
 
     bob = page_factory("en-US")  # joins late: the part and the demonstration are there at once
     sign_in(bob, asgi_server, "student2")

@@ -27,7 +27,7 @@ from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.ops.limits import admit_script
 from webapp.ops.redis_client import app_redis
 from webapp.ops.runs import QueuePlace, RunTable
-from webapp.ops.worker_presence import queue_workers_up
+from webapp.ops.worker_presence import queue_workers, queue_workers_up
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
 
@@ -38,6 +38,7 @@ DEMO_TASK = "webapp.lesson.demo"  # each demonstration takes well under a second
 DEMO_QUEUE = "demonstrations"
 TRAIN_TASK = "webapp.lesson.train"  # on the experiments queue, beside the students' experiment runs
 DEMO_WAIT_S = 20.0  # a worker busy longer than this is reported as busy; the page stays usable
+DEMO_LOOK_S = 0.5  # how often a request waiting for its demonstration looks whether the worker computing it is alive
 DEMO_KINDS = ("encoder", "decoder", "residual", "norms", "recurrence", "cost", "cache")
 TRAIN_KINDS = ("mask", "ffn")
 DEFAULT_MODEL = "zh-en-post"  # the paper's Post-LN layout
@@ -118,10 +119,7 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
     with _demo_slot(user.pk):
         pending = app.send_task(DEMO_TASK, args=[job], queue=DEMO_QUEUE, expires=DEMO_WAIT_S)
         try:
-            answer = pending.get(timeout=DEMO_WAIT_S)
-        except CeleryTimeout:
-            pending.revoke()
-            raise DemoRefused("busy", "the model's worker is busy; try again in a moment", retry_after=5) from None
+            answer = _demo_answer(pending)
         finally:
             pending.forget()  # the answer is kept below (or not at all), not in Redis for an hour
     if "error" in answer:
@@ -132,6 +130,38 @@ def demo_run(*, user: Any, kind: str, model_name: str | None, raw: dict[str, Any
         pass
     demo_cache_evict()
     return DemoAnswer(answer["result"], cached=False)
+
+
+def demo_worker_key(task_id: str) -> str:
+    """Set by the worker as it starts a demonstration: its name, so the request waiting for it can see it die."""
+    return f"encdec:lesson:demo:worker:{task_id}"
+
+
+def _demo_answer(pending: Any) -> dict[str, Any]:
+    """The worker's answer to a demonstration, waited for up to DEMO_WAIT_S (`busy` past it), looking every DEMO_LOOK_S
+    whether the worker computing it is still alive (`worker_lost` once it is gone, as a decode's is)."""
+    deadline = time.monotonic() + DEMO_WAIT_S
+    while True:
+        try:
+            return pending.get(timeout=DEMO_LOOK_S)
+        except CeleryTimeout:
+            pass
+        if time.monotonic() >= deadline:
+            pending.revoke()
+            raise DemoRefused("busy", "the model's worker is busy; try again in a moment", retry_after=5)
+        if _demo_worker_gone(pending.id):
+            pending.revoke()
+            raise DemoRefused("worker_lost", "the worker computing this demonstration stopped; run it again",
+                              retry_after=2)
+
+
+def _demo_worker_gone(task_id: str) -> bool:
+    """Whether the worker that started this demonstration is no longer alive (False before one started it)."""
+    try:
+        name = app_redis().get(demo_worker_key(task_id))
+        return name is not None and name.decode() not in queue_workers(DEMO_QUEUE)
+    except RedisError:  # Redis away: DEMO_WAIT_S still bounds the wait
+        return False
 
 
 class _demo_slot:  # noqa: N801 - used as a context manager, like a function

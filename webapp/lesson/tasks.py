@@ -8,12 +8,23 @@ from django.conf import settings
 
 from modelcore.experiments import torch_threads
 from webapp.celery import TrainingTask, app
-from webapp.lesson.services import DEMO_TASK, RUNS, TRAIN_TASK, demo_compute, training_execute
+from webapp.lesson.services import (
+    DEMO_TASK,
+    DEMO_WAIT_S,
+    RUNS,
+    TRAIN_TASK,
+    demo_compute,
+    demo_worker_key,
+    training_execute,
+)
+from webapp.ops.redis_client import app_redis
 
 
-@app.task(name=DEMO_TASK)
-def demo_task(job: dict[str, Any]) -> dict[str, Any]:
-    """One demonstration on a warm model (queue `demonstrations`): {"result": ...} or {"error": {"code", "message"}}."""
+@app.task(name=DEMO_TASK, bind=True)
+def demo_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """One demonstration on a warm model (queue `demonstrations`): {"result": ...} or {"error": {"code", "message"}}.
+    It names its worker first, so the request waiting for it sees the worker die (services._demo_answer)."""
+    app_redis().set(demo_worker_key(self.request.id), self.request.hostname, ex=int(DEMO_WAIT_S) + 5)
     _torch_threads_once()
     return demo_compute(job=job)
 

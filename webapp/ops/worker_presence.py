@@ -102,6 +102,12 @@ def queue_workers_up(queue: str) -> bool:
     return bool(_read[1].get(queue))
 
 
+def queue_workers(queue: str) -> list[str]:
+    """The names of the live workers that consume `queue` (read as queue_workers_up reads them)."""
+    queue_workers_up(queue)
+    return list(_read[1].get(queue, []))
+
+
 def _open_connections(client: redis.Redis, ids: list[int]) -> set[tuple[int, str]]:
     """(id, name) of those of these Redis connections that are still open."""
     if not ids:

@@ -1,0 +1,39 @@
+"""A demonstration whose worker dies while computing it: the page is told `worker_lost` as soon as the worker's
+presence is gone, as a decode is, not `busy` after the whole wait (a real demonstrations worker, killed)."""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from webapp.lesson.services import DEMO_WAIT_S, DemoRefused, demo_run
+from webapp.ops.redis_client import app_redis
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
+
+
+def test_a_demonstration_whose_worker_is_killed_is_worker_lost_not_busy(student, zh_en, start_worker):
+    worker = start_worker("demonstrations")
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            demo_run(user=student, kind="encoder", model_name=zh_en, raw={"sentence": "我们看见我的猫。"})
+            outcome["answer"] = "computed"
+        except DemoRefused as refused:
+            outcome["refused"], outcome["at"] = refused.code, time.monotonic()
+
+    waiting = threading.Thread(target=run)
+    waiting.start()
+    deadline = time.monotonic() + 30
+    while not any(key.decode().startswith("encdec:lesson:demo:worker:")
+                  for key in app_redis().scan_iter("encdec:lesson:demo:worker:*")):
+        assert time.monotonic() < deadline and waiting.is_alive(), f"the worker never started it: {outcome}"
+        time.sleep(0.02)
+    worker.stop(signal.SIGKILL)  # mid-demonstration (the model is still loading on a cold worker)
+    killed_at = time.monotonic()
+    waiting.join(DEMO_WAIT_S + 5)
+    assert outcome.get("refused") == "worker_lost", outcome
+    print(f"worker_lost {outcome['at'] - killed_at:.1f} s after the kill")

@@ -7,6 +7,7 @@ from typing import Any
 
 from webapp.accounts.roles import user_now
 from webapp.classroom import questions, services, wording
+from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LiveSession, Question
 from webapp.classroom.relay import SessionRelay
 from webapp.classroom.reveal import next_token_options
@@ -68,7 +69,10 @@ def reveal_public(question: Question) -> dict[str, Any]:
     reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": question.answer,
               "reveals": reveals(question), "counts": counts, "total": sum(counts.values())}
     explained = exercises.exercise_answer(question)
-    measured = comparisons.experiment_answer(question)
+    try:
+        measured = comparisons.experiment_answer(question)
+    except ClassroomError:  # its run is no longer a finished one (queued again): the answer without its figures
+        measured = None
     if explained is not None or measured is not None:
         experiment = comparisons.experiment_public(question)
         reveal["lesson"] = {"exercise": question.exercise or None, "options": question.options,

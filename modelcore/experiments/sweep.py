@@ -3,13 +3,16 @@
 Each seed keeps what its lone run has: its own initial weights (the very EncoderDecoder that `build_probe` makes
 from that seed), its own task data and batch order (its BatchStream), and its own Adam moments (Adam is elementwise,
 so one Adam over the stacked tensors is S Adams). The forward pass is the model's own arithmetic written over a
-seed dimension: each linear layer one batched matmul (torch.baddbmm) over the S weight matrices, attention a
-matmul over seeds x batch x heads with an additive mask (scaled_dot_product_attention has no batching rule on the
-CPU), norms and the loss per position. Each seed's loss is its own batch's mean, so its gradient is its lone run's.
+seed dimension: each linear layer one batched matmul (torch.baddbmm) over the S weight matrices, attention
+F.scaled_dot_product_attention over seeds x batch (called directly: under torch.func.vmap it has no batching rule
+on the CPU and loops), LayerNorm and the loss seed by seed. Seeds with similar batch lengths go in groups (from 8
+seeds), each group padded to its longest batch: padded keys are masked and padded targets not counted.
 
-Batches of different lengths are padded to the longest of the step: padded keys are masked, padded targets are not
-counted, so the seed's loss is the same sum of the same terms (measured: within 1e-5 relative of the lone run at
-every step; `bench/sweep.py` and tests/modelcore/experiments/test_sweep.py check it).
+The seeds' numbers are their lone runs' to the last bit on this CPU (tests/modelcore/experiments/test_sweep.py,
+bench/sweep.py): every operation is the one the lone model runs, in its order, and the sums over a batch's rows
+(each linear layer's weight and bias gradients, LayerNorm's, the loss) are taken over the seed's own rows only.
+Padding adds exact zeros, but a matrix product over more rows groups its sum differently; training amplifies such
+last-bit differences until, by step 300, curves that started equal no longer are.
 """
 
 from __future__ import annotations
@@ -118,7 +121,7 @@ class StackedModel:
     def _linear(self, prefix: str, x: Tensor, rows: _Rows) -> Tensor:
         """x (S, N, d_in) -> (S, N, d_out) with each seed's own weight (d_out, d_in) and bias."""
         weight, bias = self._active[prefix + "weight"], self._active[prefix + "bias"]
-        if rows.padded:
+        if torch.is_grad_enabled():  # padded or not: every seed's gradient by the lone run's own call
             return _SeedLinear.apply(x, weight, bias, rows)
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
@@ -220,11 +223,10 @@ def _losses(logits_of: Callable[..., Tensor], batch: StackedBatch, causal: bool,
 
 class _Rows:
     """Which rows of a stacked (S, B*L, k) activation are each seed's own batch: seed s's lone run computes on
-    rows [:B_s] x positions [:L_s] only. `padded` when some seed's batch is smaller than (B, L)."""
+    rows [:B_s] x positions [:L_s] only."""
 
     def __init__(self, B: int, L: int, sizes: Sequence[tuple[int, int]]) -> None:  # noqa: N803
         self.B, self.L, self.sizes = B, L, list(sizes)
-        self.padded = any(size != (B, L) for size in self.sizes)
 
     @classmethod
     def of(cls, ids: Tensor, lengths: Sequence[tuple[int, int, int]] | None, target: bool = False) -> _Rows:

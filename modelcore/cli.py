@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_positive_int, default=8, help="seeds per arm")
     p.add_argument("--first-seed", type=_non_negative_int, default=0)
     p.add_argument("--steps", type=_positive_int, help="training steps (default: the page's)")
-    p.add_argument("--threads", type=_positive_int, help="torch CPU threads")
+    p.add_argument("--threads", type=_positive_int, default=1,
+                   help="torch CPU threads (default 1, as the experiments worker: on busy cores two can be far slower)")
     p.add_argument("--json", action="store_true", help="the whole result, every seed's curve included, as JSON")
     return parser
 

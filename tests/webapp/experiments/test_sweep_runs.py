@@ -78,3 +78,17 @@ def test_a_finished_sweep_s_result_fragment_shows_the_verdict_and_the_figures(cl
     page = client_as(student).get(f"/experiments/runs/{run.pk}/result/").content.decode()
     assert 'data-testid="verdict"' in page and "No reliable difference" in page
     assert 'data-testid="plot-loss"' in page and 'data-testid="plot-final"' in page
+
+
+def test_a_sweep_run_executes_in_the_worker_and_its_page_shows_the_verdict(client_as, student):
+    from tests.fixtures.experiments import TINY_COMPARE
+    from webapp.experiments.services import experiment_run_execute, experiment_run_request
+
+    run = experiment_run_request(user=student, kind="sweep", params={**TINY_COMPARE, "seeds": 4}).run
+    experiment_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.progress == 1.0
+    assert [[r["seed"] for r in arm["runs"]] for arm in run.result["arms"]] == [[0, 1, 2, 3]] * 2
+    assert run.result["verdict"]["seeds"] == 4
+    page = client_as(student).get(f"/experiments/runs/{run.pk}/result/").content.decode()
+    assert 'data-testid="verdict"' in page and 'data-testid="plot-loss"' in page

@@ -301,7 +301,9 @@ function showCards() {
     const appears = card.hidden && !hidden;
     card.hidden = hidden;
     // A chart drawn while its card was hidden took a default width: fit it to the card now shown.
-    if (appears) requestAnimationFrame(() => card.querySelectorAll(".js-plotly-plot").forEach((div) => Plotly.Plots.resize(div)));
+    if (appears && window.Plotly) {
+      requestAnimationFrame(() => card.querySelectorAll(".js-plotly-plot").forEach((div) => Plotly.Plots.resize(div)));
+    }
   }
 }
 

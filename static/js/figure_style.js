@@ -211,7 +211,21 @@ function fitAnnotations(div, layout) {
   };
 }
 
+// Plotly itself: a global the page loads. A page that loads it `async` (the live session's: its socket and its words
+// come first, the 4.8 MB library after) draws once it has run; on the others it is there already.
+export function plotlyLoaded() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  const script = document.querySelector("script[data-plotly]");
+  if (!script) return Promise.reject(new Error("this page loads no Plotly"));
+  return new Promise((resolve, reject) => {
+    script.addEventListener("load", () => resolve(window.Plotly), { once: true });
+    script.addEventListener("error", () => reject(new Error("Plotly did not load")), { once: true });
+    if (window.Plotly) resolve(window.Plotly); // it ran between the first look and the listeners
+  });
+}
+
 export function plot(element, data, layout = {}, { alt = "", config = {} } = {}) {
+  if (!window.Plotly) return track(plotlyLoaded().then(() => plot(element, data, layout, { alt, config })));
   const div = typeof element === "string" ? document.getElementById(element) : element;
   const styled = { ...plotTexts(layout), template: STYLE.template };
   styleAxes(data, styled);

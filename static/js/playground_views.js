@@ -98,7 +98,9 @@ function stepToken(step) {
 
 // A view whose layer or head is on its way from the server shows nothing meanwhile, never the old one's weights.
 function clear(id, frames) {
-  if (frames.some((frame) => attentionOf(frame) || frame.encoder_attention)) Plotly.purge(document.getElementById(id));
+  if (window.Plotly && frames.some((frame) => attentionOf(frame) || frame.encoder_attention)) {
+    Plotly.purge(document.getElementById(id));
+  }
 }
 
 function axis(labels, extra = {}) {

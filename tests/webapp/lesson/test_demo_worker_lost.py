@@ -15,6 +15,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pyt
 
 
 def test_a_demonstration_whose_worker_is_killed_is_worker_lost_not_busy(student, zh_en, start_worker):
+    app_redis().delete("demonstrations")  # earlier tests' demonstrations left queued: this worker takes only this one
+    for key in app_redis().scan_iter("encdec:lesson:demo:worker:*"):
+        app_redis().delete(key)
     worker = start_worker("demonstrations")
     outcome: dict[str, object] = {}
 
@@ -37,3 +40,4 @@ def test_a_demonstration_whose_worker_is_killed_is_worker_lost_not_busy(student,
     waiting.join(DEMO_WAIT_S + 5)
     assert outcome.get("refused") == "worker_lost", outcome
     print(f"worker_lost {outcome['at'] - killed_at:.1f} s after the kill")
+

@@ -155,6 +155,17 @@ async def test_the_attention_question_is_answered_by_the_argmax_of_the_workers_r
         await ws.disconnect()
 
 
+async def _until_held(code: str, timeout_s: float = 10) -> None:
+    """Until this process's relay of the session holds a question's step back."""
+    from webapp.classroom.relay import relays
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while (relay := relays().by_code.get(code)) is None or relay.held_from is None:
+        assert loop.time() < deadline, "the question's step never reached the relay"
+        await asyncio.sleep(0.02)
+
+
 async def test_a_late_joiner_sees_the_tokens_so_far_and_the_open_question_but_not_the_held_step(
         worker, session, instructor, make_student):
     console, _ = await seat(session, instructor)
@@ -165,7 +176,7 @@ async def test_a_late_joiner_sees_the_tokens_so_far_and_the_open_question_but_no
         await until(console, "token", seq=seq)
     await console.send_json_to({"type": "question", "kind": "stop"})
     await until(console, "question")
-    await asyncio.sleep(1)  # the held step has reached the relay
+    await _until_held(session.code)  # the held step has reached the relay
     late, snapshot = await seat(session, await db(make_student)("late"))
     assert snapshot["question"]["kind"] == "stop" and snapshot["question"]["options"] == ["yes", "no"]
     state = await until(late, "state")
@@ -346,7 +357,12 @@ async def test_the_session_frame_comes_first_though_events_reach_the_socket_whil
 
     monkeypatch.setattr(room, "snapshot", slowly)
     console = asyncio.ensure_future(seat(session, instructor))  # seat() asserts the first frame is `session`
-    await asyncio.sleep(0.3)
+    from webapp.classroom.relay import relays
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while not (relays().by_code.get(session.code) and relays().by_code[session.code].sockets):  # the console joined
+        assert asyncio.get_running_loop().time() < deadline, "the console never joined the relay"
+        await asyncio.sleep(0.02)
     ann, _ = await seat(session, await db(make_student)("ann"))
     ws, first = await console
     assert first["role"] == "console"

@@ -9,7 +9,8 @@ import { liveSocket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
 const strings = JSON.parse($("cr-strings").textContent);
-const say = (key, values = {}) => strings[key].replace(/\{(\w+)\}/g, (_, name) => values[name] ?? "");
+const fill = (text, values) => text.replace(/\{(\w+)\}/g, (_, name) => values[name] ?? "");
+const say = (key, values = {}) => fill(strings[key], values);
 const page = $("cr-page");
 const console_ = page.dataset.role === "console";
 const selectors = { layer: $("pg-layer"), encLayer: $("pg-enc-layer"), head: $("pg-head") };
@@ -420,7 +421,6 @@ function label(option) {
   return option;
 }
 
-const fill = (text, values) => text.replace(/\{(\w+)\}/g, (_, name) => values[name] ?? "");
 
 // A comparison's last training losses, as the reveal quotes them: "causal mask 0.81, no mask 0.12".
 function losses(frame) {

@@ -202,7 +202,7 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     if answer is None:
         raise ClassroomError("no_answer", "the model's frame does not carry what this question asks")
     results = await _db(room.reveal_store)(question, answer, options)
-    reveal = await _db(room.reveal_public)(question)
+    reveal = await _db(room.reveal_public)(question, (explained, measured))
     await _db(room.reveal_shown)(session, question)
     await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
 

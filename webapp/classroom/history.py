@@ -57,7 +57,8 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
     mine: dict[int, Answer] = {}
     if user is not None and user.is_authenticated:
         mine = {a.question_id: a for a in Answer.objects.filter(question__session=session, participant__user=user)}
-    questions = [_question_shown(q, mine.get(q.pk)) for q in session.questions.all()]
+    asked = session.questions.select_related("training_run", "experiment_run")  # a comparison's kind: no query each
+    questions = [_question_shown(q, mine.get(q.pk)) for q in asked]
     runs = list(session.runs.all())
     current = session.run_state.running_request if session.live else None
     unkept = [run.request_id for run in runs if run.ended_at is None and run.request_id != current]

@@ -61,18 +61,21 @@ def reveals(question: Question) -> str:
     return "instructor" if question.kind == Question.CHOICE else "model"
 
 
-def reveal_public(question: Question) -> dict[str, Any]:
+def reveal_public(question: Question, known: tuple[Any, Any] | None = None) -> dict[str, Any]:
     """The `reveal` frame of a revealed question, as every screen gets it before its own part (event_frame, or the
     `session` frame of a screen that joins after it): the answer, whose it is, the counts, the lesson's words' keys,
     an exercise's explanation, a comparison's run and each arm's last loss."""
     counts = questions.answer_counts(question)
     reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": question.answer,
               "reveals": reveals(question), "counts": counts, "total": sum(counts.values())}
-    explained = exercises.exercise_answer(question)
-    try:
-        measured = comparisons.experiment_answer(question)
-    except ClassroomError:  # its run is no longer a finished one (queued again): the answer without its figures
-        measured = None
+    if known is not None:  # (exercise_answer, experiment_answer) as the reveal just read them
+        explained, measured = known
+    else:
+        explained = exercises.exercise_answer(question)
+        try:
+            measured = comparisons.experiment_answer(question)
+        except ClassroomError:  # its run is no longer a finished one (queued again): the answer without its figures
+            measured = None
     if explained is not None or measured is not None:
         experiment = comparisons.experiment_public(question)
         reveal["lesson"] = {"exercise": question.exercise or None, "options": question.options,
@@ -93,13 +96,14 @@ def reveal_shown(session: LiveSession, question: Question) -> None:
                                   **({"demo": None, "experiment_shown": question.pk} if experiment else {}))
 
 
-def my_reveal(reveal: dict[str, Any], question: Question, user: Any, drives: bool) -> dict[str, Any]:
-    """A revealed question's frame for one screen: the class's scores on the console, the student's own result."""
-    if drives:
-        return {**reveal, "scores": questions.class_scores(question.session)}
+def my_reveal(reveal: dict[str, Any], question: Question, user: Any, scores: list[dict[str, Any]] | None,
+              score: int | None) -> dict[str, Any]:
+    """A revealed question's frame for one screen: the class's `scores` on the console's, the student's own result
+    and `score` on theirs."""
+    if scores is not None:
+        return {**reveal, "scores": scores}
     mine = question.answers.filter(participant__user=user).first()
-    return {**reveal, "you": {"answered": mine is not None, "correct": bool(mine and mine.correct),
-                              "score": questions.score_of(question.session, user)}}
+    return {**reveal, "you": {"answered": mine is not None, "correct": bool(mine and mine.correct), "score": score}}
 
 
 def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay, language: str = "en") -> dict[str, Any]:
@@ -107,6 +111,8 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay,
     session, its views, the lesson part, the demonstration or revealed experiment in the lesson's panel, the question
     on screen (open, or revealed until the next one) with this user's answer, result and score; its words in the
     screen's language."""
+    scores = questions.class_scores(session) if drives else None  # the console's table, read once
+    score = None if drives else questions.score_of(session, user)
     state = session.run_state
     question = questions.open_question(session)
     revealed = None
@@ -134,14 +140,14 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay,
     elif revealed is not None:
         snapshot["question"] = wording.question_for(public_question(revealed), language)
         snapshot["my_answer"] = questions.my_answer(revealed, user)
-        reveal = wording.reveal_for(my_reveal(reveal_public(revealed), revealed, user, drives), language)
+        reveal = wording.reveal_for(my_reveal(reveal_public(revealed), revealed, user, scores, score), language)
         if reveal.get("experiment") and state.experiment_shown == revealed.pk:
             reveal = screens.with_html(session, reveal, user, language)  # its result, in the lesson's panel
         elif reveal.get("experiment"):
             reveal = {**reveal, "experiment": {**reveal["experiment"], "off_panel": True}}  # a part or demo since
         snapshot["reveal"] = reveal
     if drives:
-        snapshot["scores"] = questions.class_scores(session)
+        snapshot["scores"] = scores
     else:
-        snapshot["score"] = questions.score_of(session, user)
+        snapshot["score"] = score
     return snapshot

@@ -16,7 +16,6 @@ Everything of the playground it needs comes through webapp/playground/stream.py.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -304,7 +303,7 @@ async def _workers_copy(request_id: str) -> list[dict[str, Any]] | None:
     for _ in range(10):
         text = await _redis(stream.ended_state)(request_id)
         if text:
-            return json.loads(text)["frames"]
+            return orjson.loads(text)["frames"]
         await asyncio.sleep(0.1)
     return None
 
@@ -414,7 +413,7 @@ def run_keep_workers_copy(request_id: str, *, wait_s: float = 0.0) -> bool:
         time.sleep(0.05)
     if not Run.objects.filter(request_id=request_id, ended_at__isnull=True).exists() or not _claim(request_id):
         return False
-    run_finished(request_id=request_id, frames=json.loads(text).get("frames", []))
+    run_finished(request_id=request_id, frames=orjson.loads(text).get("frames", []))
     return True
 
 
@@ -447,6 +446,6 @@ def workers_copies(request_ids: list[str]) -> dict[str, dict[str, Any]]:
     for request_id in request_ids:
         text = stream.ended_state(request_id)
         if text is not None:
-            copies[request_id] = json.loads(text)
+            copies[request_id] = orjson.loads(text)
     return copies
 

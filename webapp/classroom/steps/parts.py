@@ -20,14 +20,10 @@ def part_checked(fields: dict[str, Any]) -> Part:
         raise ClassroomError("bad_params", f"unknown field {unknown[0][:40]!r}")
     part = lesson_part(fields.get("page"), fields.get("part", ""))
     if part is None:
-        shown = f"{_shown(fields.get('page'))}#{_shown(fields.get('part', ''))}"
+        shown = f"{fields.get('page')!r:.50}#{fields.get('part', '')!r:.50}"
         raise ClassroomError("bad_params", f"no lesson part {shown}: name a lesson page (overview, encoder, decoder, "
                                            "residual-norm, questions, glossary) and one of its parts (page, part)")
     return part
-
-
-def _shown(value: Any) -> str:
-    return repr(value if isinstance(value, (str, int, float, bool)) or value is None else type(value).__name__)[:50]
 
 
 def lesson_frame(lesson: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -58,7 +58,17 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from stream import cpu_seconds, cpu_share, free_port, start, stop, summary, wait_http  # noqa: E402
+from stream import (  # noqa: E402
+    cpu_seconds,
+    cpu_share,
+    free_port,
+    logs_kept,
+    signed_in,
+    start,
+    stop,
+    summary,
+    wait_http,
+)
 
 from webapp.gil import gil_switch_interval  # noqa: E402
 
@@ -87,7 +97,6 @@ def prepare(n_students: int, n_followers: int) -> dict[str, Any]:
 
     django.setup()
     from django.contrib.auth.models import Group, User
-    from django.contrib.sessions.backends.db import SessionStore
     from django.core.management import call_command
 
     from webapp.classroom.models import Participant
@@ -98,13 +107,6 @@ def prepare(n_students: int, n_followers: int) -> dict[str, Any]:
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off serves the collected files
     shipped_models_register()
-
-    def signed_in(user: Any) -> str:
-        store = SessionStore()
-        store.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
-                      "_auth_user_hash": user.get_session_auth_hash()})
-        store.create()
-        return store.session_key
 
     teacher = User.objects.create_user("load-teacher", password="bench-only")
     teacher.groups.add(Group.objects.get_or_create(name="instructors")[0])
@@ -992,10 +994,7 @@ def main() -> int:
             stop(proc)
         redis.stop()
         problems = log_problems(data_dir)
-        if args.logs is not None:
-            args.logs.mkdir(parents=True, exist_ok=True)
-            for log in data_dir.glob("*.log"):
-                shutil.copy(log, args.logs / log.name)
+        logs_kept(data_dir, args.logs)
         if figures:
             figures["verification"] = json.loads(subprocess.run(
                 [sys.executable, __file__, "--verify"], env=env, check=True, capture_output=True,

@@ -47,7 +47,17 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from stream import free_port, percentile, random_small_model, start, stop, wait_http, wait_worker  # noqa: E402
+from stream import (  # noqa: E402
+    free_port,
+    logs_kept,
+    percentile,
+    random_small_model,
+    signed_in,
+    start,
+    stop,
+    wait_http,
+    wait_worker,
+)
 
 SOURCE = "昨天我在花园里画了三条大鱼。"
 CONNECT_AT_ONCE = 20  # sockets opening together (a class arriving), bounded so the handshakes do not time out
@@ -59,7 +69,6 @@ def prepare(n_students: int) -> dict[str, Any]:
 
     django.setup()
     from django.contrib.auth.models import Group, User
-    from django.contrib.sessions.backends.db import SessionStore
     from django.core.management import call_command
 
     from modelcore.checkpoint import SHIPPED_DIR, shipped_models
@@ -69,13 +78,6 @@ def prepare(n_students: int) -> dict[str, Any]:
 
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: the pages' own files, as make run has
-
-    def signed_in(user: Any) -> str:
-        store = SessionStore()
-        store.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
-                      "_auth_user_hash": user.get_session_auth_hash()})
-        store.create()
-        return store.session_key
 
     teacher = User.objects.create_user("bench-teacher", password="bench-only")
     teacher.groups.add(Group.objects.get_or_create(name="instructors")[0])
@@ -458,10 +460,7 @@ def main() -> int:
         for proc in procs:
             stop(proc)
         redis.stop()
-        if args.logs is not None:
-            args.logs.mkdir(parents=True, exist_ok=True)
-            for log in data_dir.glob("*.log"):
-                shutil.copy(log, args.logs / log.name)
+        logs_kept(data_dir, args.logs)
         shutil.rmtree(data_dir, ignore_errors=True)
     result = {
         **figures,

@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from stream import free_port, stop, wait_http  # noqa: E402
+from stream import free_port, logs_kept, signed_in, stop, wait_http  # noqa: E402
 
 MODEL = "zh-en-post"
 PART = ("encoder", "layers")  # the part whose demonstration is the lesson's tallest (encoder: every layer's maps)
@@ -232,7 +232,6 @@ def prepare(late: int) -> dict[str, Any]:
 
     django.setup()
     from django.contrib.auth.models import Group, User
-    from django.contrib.sessions.backends.db import SessionStore
     from django.core.management import call_command
 
     from webapp.classroom.services import session_create
@@ -240,13 +239,6 @@ def prepare(late: int) -> dict[str, Any]:
 
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: this root's own files, hashed
-
-    def signed_in(user: Any) -> str:
-        store = SessionStore()
-        store.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
-                      "_auth_user_hash": user.get_session_auth_hash()})
-        store.create()
-        return store.session_key
 
     names = [m.name for m in shipped_models_register()]
     if MODEL not in names:
@@ -603,10 +595,7 @@ def main() -> int:
         for proc in procs:
             stop(proc)
         redis.stop()
-        if args.logs is not None:
-            args.logs.mkdir(parents=True, exist_ok=True)
-            for log in data_dir.glob("*.log"):
-                shutil.copy(log, args.logs / log.name)
+        logs_kept(data_dir, args.logs)
         shutil.rmtree(data_dir, ignore_errors=True)
     table = summarize(lesson.samples)
     result = {"label": args.label, "code": code_version(root), "machine": machine(load_idle, load_start, load_end),

@@ -74,13 +74,31 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def signed_in(user: Any) -> str:
+    """A sign-in session for `user` in the bench's database (django set up): its key, the `sessionid` cookie."""
+    from django.contrib.sessions.backends.db import SessionStore
+
+    store = SessionStore()
+    store.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
+                  "_auth_user_hash": user.get_session_auth_hash()})
+    store.create()
+    return store.session_key
+
+
+def logs_kept(data_dir: Path, logs: Path | None) -> None:
+    """Copy a bench stack's logs into `logs` (when given) before its data folder goes."""
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+        for log in data_dir.glob("*.log"):
+            shutil.copy(log, logs / log.name)
+
+
 def prepare(data_dir: Path) -> tuple[str, str, dict[str, Any]]:
     """Migrate a fresh database, make a student, register a model; returns (session cookie, model name, page request)."""
     import django
 
     django.setup()
     from django.contrib.auth.models import User
-    from django.contrib.sessions.backends.db import SessionStore
     from django.core.management import call_command
 
     from modelcore.checkpoint import SHIPPED_DIR, shipped_models
@@ -89,16 +107,13 @@ def prepare(data_dir: Path) -> tuple[str, str, dict[str, Any]]:
 
     call_command("migrate", verbosity=0)
     user = User.objects.create_user("bench", password="bench-only")
-    session = SessionStore()
-    session.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
-                    "_auth_user_hash": user.get_session_auth_hash()})
-    session.create()
+    session_key = signed_in(user)
     if "zh-en-post" in shipped_models():
         folder, name = SHIPPED_DIR / "zh-en-post", "zh-en-post"
     else:
         folder, name = random_small_model(data_dir / "models" / "zh-en-random"), "zh-en-random"
     model_register_folder(folder=folder, name=name, task="zh-en", published=True)
-    return session.session_key, name, PAGE_REQUEST
+    return session_key, name, PAGE_REQUEST
 
 
 def random_small_model(folder: Path) -> Path:

@@ -58,12 +58,14 @@ def _compare(params: dict[str, Any], report: Progress, should_stop: ShouldStop |
 
 
 def _sweep(params: dict[str, Any], report: Progress, should_stop: ShouldStop | None) -> dict[str, Any]:
-    """A comparison's two arms with `seeds` seeds each, each arm's seeds trained stacked (modelcore.experiments.sweep)."""
-    from modelcore.experiments.comparisons import Arm
+    """A comparison's arms with `seeds` seeds each, each arm's seeds trained stacked (modelcore.experiments.sweep):
+    a switch's two, or a named comparison's (the lesson's mask and FFN widths, the depths)."""
+    from modelcore.experiments.comparisons import COMPARISONS, Arm, comparison_arms
     from modelcore.experiments.sweep import sweep_arms
 
-    config = _run_config(params)
-    arms = tuple(Arm(label, arm_config) for label, arm_config in arms_of(config, params["switch"]))
+    config, name = _run_config(params), params["switch"]
+    arms = comparison_arms(name, config) if name in COMPARISONS else tuple(
+        Arm(label, arm_config) for label, arm_config in arms_of(config, name))
     seeds = range(params["seed"], params["seed"] + params["seeds"])
     result = sweep_arms(arms, seeds, on_progress=report, should_stop=should_stop)
     return {"switch": params["switch"], "config": config.to_dict(), **result}

@@ -109,9 +109,12 @@ KINDS = ("gradflow", "compare", "drift", "norms", "sweep")
 MODEL_FIELDS = (*PROBE_KNOBS, "seed")  # what a measurement at initialisation depends on
 INIT_VOCAB = 1000  # random-token vocabulary of the measurements at initialisation
 MAX_SEEDS = 10
-# A sweep: a comparison's two arms, each with several seeds trained together (modelcore.experiments.sweep); one
+# A sweep: a comparison's arms, each with several seeds trained together (modelcore.experiments.sweep); one
 # seed is a "compare" run. The launch form offers 4, 8 and 16.
 SWEEP_SEEDS = (4, 8, 16)
+# Comparisons a sweep trains besides the switches (modelcore.experiments.comparisons): the lesson's causal mask and
+# FFN widths, and the depths. Each one's varied setting is the arms' to choose, as a switch's is.
+SWEEP_ONLY: dict[str, dict[str, Any]] = {"mask": {}, "ffn": {"d_ff": "d_model"}, "depth": {"layers": 6}}
 MAX_SENTENCE_CHARS = 200
 
 def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +133,10 @@ def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     chosen = {**extras, **{k: v for k, v in params.items() if k in extras}}
     _check_extras(chosen, kind)
     switch = chosen.get("switch") or ("norm" if kind == "norms" else None)
-    if switch:
+    if switch in SWEEP_ONLY:  # its first arm's setting, as for a switch below
+        fields = SWEEP_ONLY[switch]
+        config = config.replace(**{k: getattr(config, v) if isinstance(v, str) else v for k, v in fields.items()})
+    elif switch:
         # The switched setting is the arms' to choose: keep the first arm's, so that requests
         # differing only in it (e.g. post or pre for a post-against-pre run) share one result.
         config = arms_of(config, switch)[0][1]
@@ -147,8 +153,9 @@ def _check_extras(extras: dict[str, Any], kind: str) -> None:
             raise ValueError(f"a sweep's seeds must be one of {', '.join(map(str, SWEEP_SEEDS))}, got {seeds!r}")
     elif isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
         raise ValueError(f"seeds must be an integer in 1..{MAX_SEEDS}, got {seeds!r}")
-    if "switch" in extras and extras["switch"] not in SWITCHES:
-        raise ValueError(f"unknown switch {extras['switch']!r} (choose from: {', '.join(SWITCHES)})")
+    switches = (*SWITCHES, *SWEEP_ONLY) if kind == "sweep" else tuple(SWITCHES)
+    if "switch" in extras and extras["switch"] not in switches:
+        raise ValueError(f"unknown switch {extras['switch']!r} (choose from: {', '.join(switches)})")
     for name in ("sentence", "target"):
         text = extras.get(name, "x")
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_SENTENCE_CHARS:

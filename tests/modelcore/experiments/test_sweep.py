@@ -116,3 +116,19 @@ def test_a_sweep_asks_for_4_8_or_16_seeds(seeds):
     with pytest.raises(ValueError):
         canonical_params("sweep", {"seeds": seeds})
     assert canonical_params("sweep", {})["seeds"] == 8
+
+
+def test_a_sweep_trains_the_lessons_comparisons_with_their_arms_and_loop():
+    from modelcore.experiments.catalog import run_experiment
+    from modelcore.experiments.spec import canonical_params
+
+    lesson = {k: v for k, v in BASE.to_dict().items() if k != "betas"}
+    assert canonical_params("sweep", {**lesson, "switch": "ffn", "d_ff": 128})["d_ff"] == 32  # the arms' choice
+    with pytest.raises(ValueError):
+        canonical_params("compare", {"switch": "mask"})  # a sweep's comparison, not a switch of two runs
+    with torch_threads(1):
+        result = run_experiment("sweep", {**lesson, "steps": 2, "seeds": 4, "switch": "mask"})
+    assert [arm["label"] for arm in result["arms"]] == ["causal mask", "no mask"]
+    assert [arm["causal"] for arm in result["arms"]] == [True, False]
+    assert result["arms"][1]["runs"][2]["loss"] == _lone_losses(_short(comparison_arms("mask")[1], 2), 2)
+    assert result["verdict"]["seeds"] == 4

@@ -17,16 +17,9 @@ app.conf.task_routes = {
     "webapp.training.*": {"queue": "training"},
     "webapp.experiments.*": {"queue": "experiments"},
     "webapp.lesson.demo": {"queue": "demonstrations"},  # a flood of them never delays a decode
-    "webapp.core.*": {"queue": "interactive"},
     "webapp.playground.*": {"queue": "interactive"},
 }
 app.autodiscover_tasks()
-
-
-@app.task(name="webapp.core.ping")
-def ping() -> str:
-    """Answer 'pong': proves a worker consumes the queue it was sent to."""
-    return "pong"
 
 
 class TrainingTask(app.Task):

@@ -34,6 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.http import parse_cookie
 
+from webapp.live.door import too_many_requests
 from webapp.live.socket_guard import TOO_MANY_CLOSE
 
 HOLD_S = 2.0  # the longest a request is held before Django sees it
@@ -82,12 +83,6 @@ def _forget_expired() -> None:
         _refused.pop(key, None)
 
 
-def held_sessions() -> int:
-    """Sessions with a refusal still running (for tests and the operator's eye)."""
-    now = time.monotonic()
-    return sum(1 for entry in _refused.values() if entry.until > now)
-
-
 class HoldRefused:
     """ASGI middleware for HTTP and WebSocket: see the module's text."""
 
@@ -103,7 +98,7 @@ class HoldRefused:
                     if scope["type"] == "websocket":
                         await _too_many_sockets(receive, send)
                     else:
-                        await _too_many(send, wait)
+                        await too_many_requests(send, max(1, math.ceil(wait)))
                     return
                 entry.held += 1
                 try:
@@ -127,17 +122,6 @@ class HoldRefused:
                 if entry is not None:
                     return entry
         return None
-
-
-async def _too_many(send: Any, wait: float) -> None:
-    seconds = max(1, math.ceil(wait))
-    body = (f"Too many requests at once; try again in {seconds} s.\n"
-            f"同时发出的请求太多，请在 {seconds} 秒后再试。\n").encode()
-    await send({"type": "http.response.start", "status": 429,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"retry-after", str(seconds).encode()),
-                            (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store"),
-                            (b"x-content-type-options", b"nosniff")]})
-    await send({"type": "http.response.body", "body": body})
 
 
 async def _too_many_sockets(receive: Any, send: Any) -> None:

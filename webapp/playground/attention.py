@@ -111,18 +111,6 @@ def attention_frame(request_id: str, encoder: np.ndarray | None, steps: list[Ste
     return frame
 
 
-def decode_step_attention(attention: dict[str, Any]) -> tuple[list[float], list[float]]:
-    """A token frame's (or beam's) `attention` -> its self row and cross row, as floats."""
-    scale = attention["scale"]
-    return dequantize(attention["self"], scale), dequantize(attention["cross"], scale)
-
-
-def decode_encoder_attention(attention: dict[str, Any]) -> list[list[float]]:
-    """A `start` frame's `encoder_attention` -> S rows of S floats."""
-    flat, size = dequantize(attention["weights"], attention["scale"]), attention["size"]
-    return [flat[i * size:(i + 1) * size] for i in range(size)]
-
-
 # -- the copy kept after a request ended (Redis), from which `view` frames are answered ------------------
 
 

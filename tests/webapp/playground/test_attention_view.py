@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.attention import step_attention
 from tests.fixtures.playground import SOURCE, connected, receive, until_final
-from webapp.playground.attention import decode_step_attention
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
@@ -26,7 +26,7 @@ async def test_a_running_request_answers_with_every_step_then_follows_the_new_vi
     answer, token = await receive(ws), await receive(ws)
     assert answer["type"] == "attention" and answer["view"] == {"layer": 0, "encoder_layer": 0, "head": 1}
     assert len(answer["steps"]) == 2 and answer["encoder_attention"]["layer"] == 0
-    assert [len(decode_step_attention(a)[0]) for a in answer["steps"]] == [1, 2]
+    assert [len(step_attention(a)[0]) for a in answer["steps"]] == [1, 2]
     assert (token["type"], token["seq"], token["attention"]["layer"], token["attention"]["head"]) == ("token", 2, 0, 1)
     await ws.send_json_to({"type": "cancel"})
     assert (await until_final(ws))[-1]["reason"] == "cancelled"

@@ -7,10 +7,10 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
+from tests.fixtures.attention import step_attention
 from tests.fixtures.playground import SOURCE, connected, nothing_arrives, receive, until_final
 from webapp.ops.redis_client import app_redis
 from webapp.playground import keys
-from webapp.playground.attention import decode_step_attention
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ async def test_a_decode_streams_start_then_one_token_per_step_then_done(worker, 
     assert [f["type"] for f in steps] == ["token"] * 7
     assert [f["seq"] for f in steps] == list(range(7))
     assert {f["request_id"] for f in frames} == {start["request_id"]}
-    _, cross = decode_step_attention(steps[3]["attention"])  # the last layer, the heads' mean (the default view)
+    _, cross = step_attention(steps[3]["attention"])  # the last layer, the heads' mean (the default view)
     assert len(cross) == 6 and abs(sum(cross) - 1) < 6 / 255  # one weight per source token and <eos>
     assert done["type"] == "done" and done["steps"] == 7 and done["reason"] == "max_len"
     assert done["text"] == steps[-1]["text"] == " ".join(f["token"] for f in steps)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from modelcore.decoding import DecodeParams, StartEvent, TokenEvent, decode_stream
+from tests.fixtures.attention import encoder_attention, step_attention
 from tests.fixtures.worker import SOURCE, worker_job
 from webapp.playground import attention
 from webapp.playground.attention import SCALE, View
@@ -54,11 +55,11 @@ def test_frames_carry_the_asked_view_within_half_a_quantization_step(loaded, vie
     shown = view.for_model(loaded.config.n_decoder_layers, loaded.config.n_encoder_layers, loaded.config.n_heads)
     assert start["attention_view"] == shown.to_dict()
     assert start["encoder_attention"]["scale"] == SCALE
-    got = np.array(attention.decode_encoder_attention(start["encoder_attention"]))
+    got = np.array(encoder_attention(start["encoder_attention"]))
     assert np.abs(got - pick(encoder, shown.encoder_layer, shown.head)).max() <= HALF_STEP
     assert len(tokens) == len(steps) == 6
     for k, (frame, (self_rows, cross_rows)) in enumerate(zip(tokens, steps, strict=True)):
-        got_self, got_cross = attention.decode_step_attention(frame["attention"])
+        got_self, got_cross = step_attention(frame["attention"])
         assert len(got_self) == k + 1  # <bos> and the k tokens before this step
         assert np.abs(np.array(got_self) - pick(self_rows, shown.layer, shown.head)).max() <= HALF_STEP
         assert np.abs(np.array(got_cross) - pick(cross_rows, shown.layer, shown.head)).max() <= HALF_STEP
@@ -87,10 +88,10 @@ def test_switching_the_view_sends_every_step_so_far_then_later_frames_follow_it(
     assert answer["type"] == "attention" and answer["view"] == {"layer": 0, "encoder_layer": 0, "head": 1}
     assert len(answer["steps"]) == 3  # the three steps already sent; this turn's token follows in the new view
     for got, (self_rows, cross_rows) in zip(answer["steps"], steps, strict=False):
-        got_self, got_cross = attention.decode_step_attention(got)
+        got_self, got_cross = step_attention(got)
         assert np.abs(np.array(got_cross) - cross_rows[0][1]).max() <= HALF_STEP
         assert np.abs(np.array(got_self) - self_rows[0][1]).max() <= HALF_STEP
-    enc = np.array(attention.decode_encoder_attention(answer["encoder_attention"]))
+    enc = np.array(encoder_attention(answer["encoder_attention"]))
     assert np.abs(enc - encoder[0][1]).max() <= HALF_STEP
     later = [f for f in switched[1:] + run(batcher) if f["type"] == "token"]
     assert later and all((f["attention"]["layer"], f["attention"]["head"]) == (0, 1) for f in later)
@@ -107,10 +108,10 @@ def test_an_ended_requests_copy_answers_any_view_within_one_step(loaded):
     frame = attention.attention_frame_of_packed("a", copy.packed(), View(layer=1, encoder_layer=1, head=None))
     assert frame["view"] == {"layer": 1, "encoder_layer": 1, "head": "mean"} and len(frame["steps"]) == 6
     for got, (self_rows, cross_rows) in zip(frame["steps"], steps, strict=True):
-        got_self, got_cross = attention.decode_step_attention(got)
+        got_self, got_cross = step_attention(got)
         assert np.abs(np.array(got_self) - self_rows[1].mean(axis=0)).max() <= 1 / SCALE + 1e-6
         assert np.abs(np.array(got_cross) - cross_rows[1].mean(axis=0)).max() <= 1 / SCALE + 1e-6
-    enc = np.array(attention.decode_encoder_attention(frame["encoder_attention"]))
+    enc = np.array(encoder_attention(frame["encoder_attention"]))
     assert np.abs(enc - encoder[1].mean(axis=0)).max() <= 1 / SCALE + 1e-6
 
 

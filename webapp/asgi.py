@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP goes to Django (after webapp.live.hold), WebSockets to Channels consumers (signed-in, origin-checked)."""
+"""ASGI entry point: past the door's budgets (webapp.live.door), HTTP goes to Django (after webapp.live.hold), WebSockets
+to Channels consumers (signed-in, origin-checked)."""
 from __future__ import annotations
 
 import gc
@@ -12,16 +13,18 @@ django_asgi_app = get_asgi_application()  # before importing consumers: it sets 
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from webapp.live.door import Door  # noqa: E402
 from webapp.live.hold import HoldRefused  # noqa: E402
 from webapp.live.socket_edge import SameOriginValidator, socket_auth_stack  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
+# The door, outermost: a request or handshake past its session's or address's budget is refused in the event loop.
+application = Door(ProtocolTypeRouter(
     {
         "http": HoldRefused(django_asgi_app),  # a session just refused for its rate waits it out first
         "websocket": SameOriginValidator(HoldRefused(socket_auth_stack(URLRouter(websocket_urlpatterns)))),
     }
-)
+))
 
 # What is loaded by now (Django, Channels, Twisted; never torch) stays for the life of the process: frozen, it is
 # out of the collector's reach, so a full collection walks only what serving has made since instead of pausing every

@@ -17,6 +17,7 @@ from channels.utils import await_many_dispatch
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role, user_now
+from webapp.live.door import note_known
 from webapp.live.hold import HOLD_S, note_refused
 from webapp.live.socket_guard import (
     POLICY_CLOSE,
@@ -103,14 +104,15 @@ class JsonSocket(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)  # refused during the handshake: the client sees HTTP 403
             return
+        session = self.scope.get("session")
+        note_known(session.session_key if session is not None else None)  # its next handshakes pay as a student's
         allowed = await self._user_allowed(user)
         if not allowed:
             await self.close(code=4403)
             return
         self.budget = FrameBudget()
         await self.accept()
-        if not self._count_in(user.pk):
-            session = self.scope.get("session")  # the session's next sockets wait at the door (webapp.live.hold)
+        if not self._count_in(user.pk):  # the session's next sockets wait at the door (webapp.live.hold)
             note_refused(session.session_key if session is not None else None, SOCKETS_PREFIX, HOLD_S)
             await self.send_error("too_many_sockets", f"you have {settings.SOCKETS_PER_USER} connections open already; "
                                   "close a tab and this one connects again")

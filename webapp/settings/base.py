@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "webapp.live.door.known_session_middleware",
     "webapp.accounts.roles.RoleMemoMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -196,6 +197,22 @@ SOCKET_SEND_BUFFER_BYTES = env_int("SOCKET_SEND_BUFFER_BYTES", 4 * 1024 * 1024, 
 SOCKET_SEND_PROCESS_BYTES = env_int("SOCKET_SEND_PROCESS_BYTES", 32 * 1024 * 1024, minimum=1_048_576)
 SOCKETS_PER_USER = env_int("SOCKETS_PER_USER", 8, minimum=1)
 SOCKET_RESYNC_EVERY_MS = env_int("SOCKET_RESYNC_EVERY_MS", 2000, minimum=0)
+# The door (webapp/live/door.py, docs/deploy.md): what HTTP requests and socket handshakes may cost, counted in the
+# event loop before Django sees them; past a budget, 429 (or the handshake refused) after at most
+# DOOR_REFUSAL_WAIT_MS. Per signed-in session (tight), per client address (generous: a class behind one NAT).
+DOOR_LIMITS = env_bool("DOOR_LIMITS", True)
+DOOR_SESSION_PER_MINUTE = env_int("DOOR_SESSION_PER_MINUTE", 300, minimum=1)
+DOOR_SESSION_BURST = env_int("DOOR_SESSION_BURST", 60, minimum=1)
+DOOR_SESSION_DEMOS_PER_MINUTE = env_int("DOOR_SESSION_DEMOS_PER_MINUTE", 30, minimum=1)
+DOOR_SESSION_DEMO_BURST = env_int("DOOR_SESSION_DEMO_BURST", 10, minimum=1)
+DOOR_ADDRESS_PER_MINUTE = env_int("DOOR_ADDRESS_PER_MINUTE", 12_000, minimum=1)
+DOOR_ADDRESS_BURST = env_int("DOOR_ADDRESS_BURST", 2_000, minimum=1)
+DOOR_ANONYMOUS_PER_MINUTE = env_int("DOOR_ANONYMOUS_PER_MINUTE", 1_200, minimum=1)
+DOOR_ANONYMOUS_BURST = env_int("DOOR_ANONYMOUS_BURST", 1_000, minimum=1)
+DOOR_STATIC_PER_MINUTE = env_int("DOOR_STATIC_PER_MINUTE", 12_000, minimum=1)
+DOOR_STATIC_BURST = env_int("DOOR_STATIC_BURST", 2_000, minimum=1)
+DOOR_REFUSAL_WAIT_MS = env_int("DOOR_REFUSAL_WAIT_MS", 1000, minimum=0)
+DOOR_HELD_PER_ADDRESS = env_int("DOOR_HELD_PER_ADDRESS", 256, minimum=0)
 # The decoding playground (docs/protocol.md): per-user limits, per-request caps, models kept warm per worker.
 PLAYGROUND_MAX_CONCURRENT = env_int("PLAYGROUND_MAX_CONCURRENT", 2, minimum=1)
 PLAYGROUND_REQUESTS_PER_MINUTE = env_int("PLAYGROUND_REQUESTS_PER_MINUTE", 30, minimum=1)

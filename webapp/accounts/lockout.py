@@ -16,6 +16,7 @@ lock on the others. A browser without the cookie is locked as before.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import secrets
@@ -175,7 +176,14 @@ def _device_count(nonce: str, step: int) -> None:
 
 
 def _redis() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
+    """One client per Redis URL, shared by every thread (its pool is thread-safe), whose calls give up after a second.
+    Its own, not webapp.ops' quick_redis: the shared packages below import accounts (roles)."""
+    return _client_for(settings.REDIS_URL)
+
+
+@functools.lru_cache(maxsize=4)
+def _client_for(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
 
 
 def _registrations_key(request: HttpRequest) -> str:
@@ -186,7 +194,7 @@ def registration_allowed(request: HttpRequest) -> bool:
     """Whether this client address made fewer than REGISTRATIONS_PER_HOUR accounts in the last hour (a read only,
     to refuse a flood early; registration_take is what holds the limit)."""
     try:
-        made = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).get(_registrations_key(request))
+        made = _redis().get(_registrations_key(request))
     except redis.RedisError:  # the throttle is down, not registration
         log.warning("registration throttle unavailable", exc_info=True)
         return True
@@ -199,7 +207,7 @@ def registration_take(request: HttpRequest) -> bool:
     registrations at once, in one web process or several, cannot both take the hour's last place."""
     key = _registrations_key(request)
     try:
-        pipe = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).pipeline(transaction=True)
+        pipe = _redis().pipeline(transaction=True)
         pipe.set(key, 0, ex=REGISTRATION_WINDOW_S, nx=True)  # the hour starts at the first
         pipe.incr(key)
         _, made = pipe.execute()

@@ -180,13 +180,14 @@ const handlers = {
     // Whose answer it is, said so: the lesson's, the training's (with each arm's last loss), the instructor's, the model's.
     const whose = strings.reveals[frame.reveals] || strings.reveals.model;
     const values = { answer: label(frame.answer), losses: losses(frame) };
+    const told = frame.experiment?.sentence || fill(whose, values); // a sweep: its verdict, in this screen's words
     if (frame.you) {
       const key = !frame.you.answered ? "no_answer" : frame.you.correct ? "right" : "wrong";
-      result.textContent = say(key, { whose: fill(whose, values) });
+      result.textContent = say(key, { whose: told });
       result.className = `cr-result ${frame.you.correct ? "right" : "wrong"}`;
       $("cr-score").textContent = say("score", { n: frame.you.score });
     } else {
-      result.textContent = fill(whose, values);
+      result.textContent = told;
       result.className = "cr-result";
     }
     if (console_) {

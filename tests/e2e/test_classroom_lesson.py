@@ -21,7 +21,7 @@ PLAN = [{"do": "lesson", "page": "encoder", "part": "layers"},
         {"do": "exercise", "exercise": "encoder-1", "note": "Let them argue before anyone answers."},
         {"do": "decode", "source": "我们看见我的猫。", "step_mode": True},
         {"do": "question", "kind": "next_token"},
-        {"do": "experiment", "kind": "mask"}]
+        {"do": "experiment", "kind": "mask", "seeds": 4}]
 OPTIONS = "[data-testid=question-options] button"
 
 
@@ -66,9 +66,9 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     from django.utils import translation
 
     from webapp.classroom.models import LessonPlan, LiveSession
+    from webapp.experiments.figures import verdict_sentence
+    from webapp.experiments.models import ExperimentRun
     from webapp.lesson.content import exercise_question
-    from webapp.lesson.figures import arm_label
-    from webapp.lesson.models import TrainingRun
     from webapp.lesson.parts import lesson_parts
 
     start_worker("interactive,demonstrations,experiments")
@@ -189,22 +189,21 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     for page in (ann, bob):
         page.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
         settled(page)
-    run = TrainingRun.objects.get(kind="mask")
-    lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
+    run = ExperimentRun.objects.get(kind="sweep", params__switch="mask")  # 4 seeds of each arm: their verdict
     with translation.override("zh-hans"):
-        lowest_zh = arm_label(lowest)
-    assert f"{lowest_zh} 最终的训练损失最低" in ann.get_by_test_id("question-result").inner_text()
-    assert f"{lowest} ended with the lowest training loss" in bob.get_by_test_id("question-result").inner_text()
-    steps = len(run.result["arms"][0]["loss"])  # the curves replayed to their last step, every arm
+        told_zh = verdict_sentence(run.result["verdict"])
+    assert told_zh in ann.get_by_test_id("question-result").inner_text()
+    assert verdict_sentence(run.result["verdict"]) in bob.get_by_test_id("question-result").inner_text()
+    steps = run.result["steps"]  # every seed's curve, the means and the bands replayed to their last step
     for page in (ann, bob):
-        assert page.evaluate("[...document.querySelector('[data-testid=class-demo-result] .plot[data-figure=loss]')"
-                             ".data].map((trace) => trace.x.length)") == [steps] * len(run.result["arms"])
+        assert set(page.evaluate("[...document.querySelector('[data-testid=class-demo-result] "
+                                 ".plot[data-figure=loss]').data].map((trace) => trace.x.length)")) == {steps}
         assert page.get_by_test_id("class-lesson").locator("[data-replayed]").get_attribute("data-replayed") == str(steps)
 
     # A student who reloads after the reveal gets the room as it is: the measured result, their own answer's result.
     ann.reload()
     ann.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
-    assert f"{lowest_zh} 最终的训练损失最低" in ann.get_by_test_id("question-result").inner_text()
+    assert told_zh in ann.get_by_test_id("question-result").inner_text()
     assert ann.get_by_test_id("class-lesson").locator("#cr-demo-status").inner_text().strip() != ""
     settled(ann)
     ann.screenshot(path=str(tmp_path / "classroom-zh-phone.png"), full_page=False)

@@ -64,7 +64,7 @@ def reveals(question: Question) -> str:
 def reveal_public(question: Question, known: tuple[Any, Any] | None = None) -> dict[str, Any]:
     """The `reveal` frame of a revealed question, as every screen gets it before its own part (event_frame, or the
     `session` frame of a screen that joins after it): the answer, whose it is, the counts, the lesson's words' keys,
-    an exercise's explanation, a comparison's run and each arm's last loss."""
+    an exercise's explanation, a comparison's run, each arm's last loss and a sweep's verdict."""
     counts = questions.answer_counts(question)
     reveal = {"type": "reveal", "question": question.pk, "kind": question.kind, "answer": question.answer,
               "reveals": reveals(question), "counts": counts, "total": sum(counts.values())}
@@ -84,7 +84,8 @@ def reveal_public(question: Question, known: tuple[Any, Any] | None = None) -> d
         reveal["explanation"] = explained[1]
     if measured is not None:  # kept: measured before the question (the screens say so), not for it
         reveal["experiment"] = {**comparisons.experiment_revealed(question), "kept": measured["kept"],
-                                "finals": measured["finals"]}
+                                "finals": measured["finals"], **({"verdict": measured["verdict"]}
+                                                                 if measured.get("verdict") else {})}
     return reveal
 
 

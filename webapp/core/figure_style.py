@@ -1,6 +1,7 @@
 """The one figure style of the app: fonts, a colour per concept, axis habits; figures.py and the scripts both use it."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -18,9 +19,14 @@ COLORS = {
 
 
 def label_text(label: str) -> str:
-    """An arm's label (modelcore names it in English) as the reader's language says it."""
+    """An arm's label (modelcore names it in English) as the reader's language says it: the experiments pages' and
+    the lesson's (the causal mask, the FFN widths)."""
     names = {"post": "Post-LN", "pre": "Pre-LN", "residual": _("with residuals"), "no residual": _("without residuals"),
-             "warmup": _("with warmup"), "no warmup": _("without warmup"), "layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+             "warmup": _("with warmup"), "no warmup": _("without warmup"), "layernorm": "LayerNorm", "rmsnorm": "RMSNorm",
+             "causal mask": _("causal mask"), "no mask": _("no mask")}
+    width = re.fullmatch(r"d_ff = (\d+) × d_model", label)
+    if width:
+        return _("d_ff = %(w)s × d_model") % {"w": width[1]}
     return names.get(label, label)
 
 

@@ -399,3 +399,11 @@ def run_figures(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
         return {"loss": loss_figure(result, _("Training loss")),
                 "accuracy": accuracy_figure(result, _("Validation token accuracy (teacher-forced)")), **heatmap_figures(result)}
     return residual_figures({"drift": result}) if kind == "drift" else {}
+
+
+def result_context(kind: str, result: dict[str, Any]) -> dict[str, Any]:
+    """What the result fragment (experiments/partials/result.html) shows of a finished run: its figures, the layers
+    a heatmap leaves blank, a sweep's verdict in a sentence."""
+    return {"figures": run_figures(kind, result),
+            "zeros": zero_layers(result) if kind in ("compare", "norms") else [],
+            "verdict": verdict_sentence(result.get("verdict")) if kind == "sweep" else ""}

@@ -110,8 +110,5 @@ def run_result(request: HttpRequest, run_id: int) -> HttpResponse:
     if is_sealed(run):
         return render(request, "experiments/partials/sealed.html", {"run": run})
     done = run.status == ExperimentRun.Status.SUCCEEDED
-    run_figures = figures.run_figures(run.kind, run.result) if done else {}
-    zeros = figures.zero_layers(run.result) if done and run.kind in ("compare", "norms") else []
-    verdict = figures.verdict_sentence(run.result.get("verdict")) if done and run.kind == "sweep" else ""
     return render(request, "experiments/partials/result.html",
-                  {"run": run, "figures": run_figures, "zeros": zeros, "verdict": verdict})
+                  {"run": run, **(figures.result_context(run.kind, run.result) if done else {})})

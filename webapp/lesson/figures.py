@@ -1,12 +1,11 @@
 """Plotly figures (plain dicts, drawn by static/js/lesson.js through figure_style.plot) from the lesson's results."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.utils.translation import gettext as _
 
-from webapp.core.figure_style import COLORS, COLORWAY, WEIGHT_SCALE
+from webapp.core.figure_style import COLORS, COLORWAY, WEIGHT_SCALE, label_text
 
 Figure = dict[str, Any]
 
@@ -235,11 +234,7 @@ ARM_LABELS = {"mask": ("causal mask", "no mask"), "ffn": tuple(f"d_ff = {w} × d
 
 def arm_label(label: str) -> str:
     """A training arm's label in the reader's language (results and progress frames keep the English one)."""
-    names = {"causal mask": _("causal mask"), "no mask": _("no mask")}
-    width = re.fullmatch(r"d_ff = (\d+) × d_model", label)
-    if width:
-        return _("d_ff = %(w)s × d_model") % {"w": width[1]}
-    return names.get(label, label)
+    return label_text(label)
 
 
 def arm_names(kind: str) -> dict[str, str]:

@@ -188,7 +188,7 @@ def test_the_history_shows_the_instructor_each_students_results_and_an_exercises
 async def test_the_class_predicts_a_training_comparison_and_its_measured_result_is_the_reveal(
         session, instructor, make_student, start_worker, client_as, empty_training_queue):
 
-    from webapp.lesson.models import TrainingRun
+    from webapp.experiments.models import ExperimentRun
 
     await db(start_worker)("experiments")
     console, _ = await seat(session, instructor)
@@ -196,9 +196,10 @@ async def test_the_class_predicts_a_training_comparison_and_its_measured_result_
     ws_ann, _ = await seat(session, ann)
     await console.send_json_to({"type": "experiment", "kind": "attention"})
     assert (await until_error(console))["code"] == "bad_params"
-    await console.send_json_to({"type": "experiment", "kind": "mask"})
+    await console.send_json_to({"type": "experiment", "kind": "mask", "seeds": 4})  # 4 seeds of each arm, stacked
     asked = await until(ws_ann, "question")
-    assert asked["options"] == ["causal mask", "no mask"] and asked["experiment"]["kind"] == "mask"
+    assert asked["options"] == ["causal mask", "no mask", "no reliable difference"]
+    assert asked["experiment"]["kind"] == "mask"
     # Nothing that leads to the run (its id, page or socket streams each arm's loss) before the reveal.
     assert set(asked["experiment"]) == {"kind", "progress"} and asked["experiment"]["progress"]["status"] in (
         "queued", "running")
@@ -209,24 +210,24 @@ async def test_the_class_predicts_a_training_comparison_and_its_measured_result_
     # Every screen hears how far the run has come, then that its result is in and how long it took.
     seen = []
     while not seen or seen[-1]["status"] not in ("succeeded", "failed"):
-        seen.append(await until(ws_ann, "experiment_progress", timeout=120, question=asked["id"]))
+        seen.append(await until(ws_ann, "experiment_progress", timeout=240, question=asked["id"]))
     assert seen[-1]["status"] == "succeeded" and seen[-1]["kept"] is False and seen[-1]["took_s"] > 0
     assert all("run" not in frame and "loss" not in frame for frame in seen)
-    run = await db(TrainingRun.objects.filter(kind="mask").latest)("created_at")
-    assert run.status == TrainingRun.Status.SUCCEEDED, run.error
-    lowest = min(run.result["arms"], key=lambda arm: arm["final_loss"])["label"]
-    panel = (await db(lambda: client_as(ann).get(f"/lesson/runs/{run.pk}/"))()).content.decode()
-    assert 'data-testid="run-sealed"' in panel and 'data-testid="run-table"' not in panel  # not before the reveal
-    page = (await db(lambda: client_as(ann).get("/lesson/decoder/"))()).content.decode()
-    assert f'data-run-id="{run.pk}"' not in page  # the lesson page offers Train, not the run the class predicts
+    run = await db(ExperimentRun.objects.filter(kind="sweep", params__switch="mask").latest)("created_at")
+    assert run.status == ExperimentRun.Status.SUCCEEDED, run.error
+    assert run.params["seeds"] == 4 and all(len(arm["runs"]) == 4 for arm in run.result["arms"])
+    verdict = run.result["verdict"]
+    panel = (await db(lambda: client_as(ann).get(f"/experiments/runs/{run.pk}/result/"))()).content.decode()
+    assert 'data-testid="run-sealed"' in panel and 'data-testid="plot-' not in panel  # not before the reveal
     await console.send_json_to({"type": "reveal"})
     reveal = await until(ws_ann, "reveal")
-    assert reveal["answer"] == lowest and reveal["you"]["correct"] is (lowest == "no mask")
+    assert reveal["answer"] == (verdict["answer"] if verdict["reliable"] else "no reliable difference")
+    assert reveal["you"]["correct"] is (reveal["answer"] == "no mask")
     assert reveal["reveals"] == "experiment" and reveal["experiment"]["run"] == run.pk
-    assert 'data-testid="plot-' in reveal["html"]
+    assert 'data-testid="plot-' in reveal["html"] and "of 4 seeds" in reveal["experiment"]["sentence"]
     assert reveal["experiment"]["kept"] is False  # measured for this question, after it was asked
-    finals = {arm["label"]: round(arm["final_loss"], 4) for arm in run.result["arms"]}
-    assert reveal["experiment"]["finals"] == [{"option": o, "loss": finals[o]} for o in ("causal mask", "no mask")]
+    means = {arm["label"]: round(arm["mean"], 4) for arm in verdict["arms"]}
+    assert reveal["experiment"]["finals"] == [{"option": o, "loss": means[o]} for o in ("causal mask", "no mask")]
     panel = await db(lambda: client_as(ann).get(reveal["experiment"]["url"]))()
     assert panel.status_code == 200 and 'data-testid="plot-' in panel.content.decode()
     for ws in (console, ws_ann):
@@ -255,21 +256,19 @@ def test_a_part_reads_the_same_for_every_student_of_a_language_without_a_form_or
 
 async def test_an_experiments_page_comparison_is_predicted_and_its_kept_result_revealed_as_kept(
         session, instructor, make_student, client_as):
+    from tests.fixtures.experiments import kept_sweep
     from tests.fixtures.sockets import socket_for
-    from webapp.experiments.models import ExperimentRun
 
+    run = await db(kept_sweep)("warmup", {"warmup": [0.1 + 0.01 * s for s in range(8)], "no warmup": [2.9] * 8})
     console, _ = await seat(session, instructor)
     ann = await db(make_student)("ann")
     ws_ann, _ = await seat(session, ann)
     await console.send_json_to({"type": "experiment", "kind": "warmup", "lang": "zh-hans"})
     asked = await until(ws_ann, "question")
-    assert asked["options"] == ["with warmup", "without warmup"] and asked["experiment"]["kind"] == "warmup"
-    assert asked["experiment"]["progress"] == {"status": "succeeded", "progress": 1.0, "kept": True}
-    run = await db(ExperimentRun.objects.filter(shipped=True, params__switch="warmup").get)()
-    assert run.status == "succeeded"  # the result that ships with the app: no worker needed
-    arms = run.result["arms"]
-    final = {a["label"]: a["run"]["final_loss"] if a["run"]["status"] == "completed" else float("inf") for a in arms}
-    lowest = asked["options"][["warmup", "no warmup"].index(min(final, key=final.get))]
+    assert asked["options"] == ["with warmup", "without warmup", "no reliable difference"]
+    assert asked["experiment"]["kind"] == "warmup"
+    assert asked["experiment"]["progress"] == {"status": "succeeded", "progress": 1.0, "kept": True}  # no worker
+    lowest = "with warmup"  # in every seed, far below
     # While the class predicts it, nothing of the run shows: not its page, not its result, not its socket.
     url = f"/experiments/runs/{run.pk}/"
     for path in (url, f"{url}result/"):

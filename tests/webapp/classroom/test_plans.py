@@ -76,7 +76,7 @@ def test_a_step_is_checked_by_the_function_that_checks_its_console_frame_and_may
                {"do": "demo", "kind": "encoder", "sentence": "猫" * 61},  # the console's demo refuses it too
                {"do": "demo", "kind": "encoder", "layer": "x"},
                {"do": "exercise", "exercise": "encoder-1", "colour": "red"},
-               {"do": "experiment", "kind": "mask", "seeds": 4},
+               {"do": "experiment", "kind": "mask", "seeds": 5},
                {"do": "lesson", "page": "encoder", "part": "", "extra": 1}]
     with pytest.raises(PlanError) as why:
         plan_steps(refused)
@@ -84,7 +84,7 @@ def test_a_step_is_checked_by_the_function_that_checks_its_console_frame_and_may
     assert len(problems) == len(refused), problems
     assert "'type'" in problems[0] and "'type'" in problems[1] and "60" in problems[2]
     assert "layer must be a whole number" in problems[3]
-    assert "'colour'" in problems[4] and "'seeds'" in problems[5] and "'extra'" in problems[6]
+    assert "'colour'" in problems[4] and "seeds is one of 4, 8, 16" in problems[5] and "'extra'" in problems[6]
 
 
 def test_a_question_about_the_models_next_step_needs_a_step_by_step_decode_before_it():

@@ -1,24 +1,32 @@
-"""A training comparison the class predicts before its result (the console's `experiment`): the lesson's two,
-trained on the `experiments` queue (or read from the lesson's store), or one of the experiments pages' (their shipped
-results, else trained on the instructor's quota). Nothing that leads to its run goes to the screens before the
-reveal; its progress does (experiment_progress.py); the reveal names the arm that ended lowest, with each arm's loss."""
+"""A training comparison the class predicts before its result (the console's `experiment`): the lesson's two or one
+of the experiments pages', a sweep of S seeds (CLASS_SEEDS unless the console names 4, 8 or 16) trained on the
+`experiments` queue on the instructor's quota, or its kept result (stored or shipped). Nothing that leads to its run
+goes to the screens before the reveal; its progress does (experiment_progress.py). The reveal gives the seeds'
+verdict (modelcore.experiments.verdict): an arm only when it ends lowest in at least 90 % of the seeds and its mean
+by more than twice the gap's standard error, else "no reliable difference", an option every such question offers.
+Questions asked before (one run of seed 0: a lesson TrainingRun or a `compare` run) keep their lowest arm."""
 from __future__ import annotations
 
 from typing import Any
 
 from django.urls import reverse
 
+from modelcore.experiments.comparisons import LESSON_BASE
+from modelcore.experiments.spec import SWEEP_SEEDS
+from modelcore.experiments.verdict import MIN_SHARE, NO_RELIABLE_DIFFERENCE
 from webapp.classroom import questions, wording
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LiveSession, Question
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES as EXPERIMENT_PAGES
-from webapp.experiments.services import QuotaExceeded, experiment_run_request
+from webapp.experiments.services import QuotaExceeded, experiment_result, experiment_run_request
 from webapp.lesson.content import PREDICTIONS
 from webapp.lesson.models import TrainingRun
-from webapp.lesson.services import TRAIN_KINDS, training_request
+from webapp.lesson.services import TRAIN_KINDS
 
-FIELDS = ("kind", "lang")  # `lang`: what consoles sent before each screen had its own (accepted, unused)
+FIELDS = ("kind", "lang", "seeds")  # `lang`: what consoles sent before each screen had its own (accepted, unused)
+CLASS_SEEDS = 8  # seeds a class's sweep trains unless the console names another count (SWEEP_SEEDS)
+KEPT_SEEDS = 16  # a kept result with this many seeds (the shipped ones have it) is read instead of training 8
 
 
 def predicted_now(model: type, run_id: int) -> bool:
@@ -38,33 +46,50 @@ def comparison_checked(fields: dict[str, Any]) -> str:
     kind = fields.get("kind")
     if kind not in PREDICTIONS:
         raise ClassroomError("bad_params", f"no experiment {kind!r:.40}: its kind is one of: {', '.join(PREDICTIONS)}")
+    seeds = fields.get("seeds", CLASS_SEEDS)
+    if isinstance(seeds, bool) or seeds not in SWEEP_SEEDS:
+        raise ClassroomError("bad_params", f"seeds is one of {', '.join(map(str, SWEEP_SEEDS))}")
     return kind
+
+
+def sweep_params(kind: str, seeds: int) -> dict[str, Any]:
+    """The `sweep` run of a class comparison with this many seeds: the lesson's settings (modelcore's LESSON_BASE)
+    or its experiments page's preset."""
+    if kind in TRAIN_KINDS:
+        base = {k: v for k, v in LESSON_BASE.to_dict().items() if k != "betas"}
+        return {**base, "switch": kind, "seeds": seeds}
+    page, preset, _ = wording.COMPARISONS[kind]
+    return {**EXPERIMENT_PAGES[page][preset][1], "seeds": seeds}
+
+
+def _class_sweep(*, user: Any, kind: str, seeds: int | None) -> ExperimentRun:
+    """The sweep a class predicts: with the seeds the console named, else a kept 16-seed result when there is one,
+    else 8 seeds trained now (quota permitting)."""
+    if seeds is None and experiment_result(kind="sweep", params=sweep_params(kind, KEPT_SEEDS)) is not None:
+        seeds = KEPT_SEEDS
+    try:
+        return experiment_run_request(user=user, kind="sweep", params=sweep_params(kind, seeds or CLASS_SEEDS)).run
+    except QuotaExceeded as refusal:
+        raise ClassroomError("quota", str(refusal)) from refusal
 
 
 def experiment_ask(*, session: LiveSession, user: Any, frame: dict[str, Any]) -> Question:
     """A console's `experiment` frame: the class predicts a training comparison's outcome (a multiple-choice question
-    over its arms, kept with English keys as an exercise is) while it trains, or is read from where it is kept (the
-    lesson's comparisons, and the experiments pages' with their shipped results); the reveal is its result."""
-    kind = comparison_checked({k: v for k, v in frame.items() if k != "type"})
+    over its arms and "no reliable difference", kept with English keys as an exercise is) while its seeds train, or
+    is read from where it is kept; the reveal is the seeds' verdict."""
+    fields = {k: v for k, v in frame.items() if k != "type"}
+    kind = comparison_checked(fields)
     asked = wording.asked_words(experiment=kind)
     spec = questions.QuestionSpec(kind=Question.CHOICE, prompt=asked["prompt"], options=asked["options"])
-    lesson_run = experiment_run = None
-    if kind in TRAIN_KINDS:
-        lesson_run = training_request(user=user, kind=kind)
-    else:
-        page, preset, _ = wording.COMPARISONS[kind]
-        run_kind, params = EXPERIMENT_PAGES[page][preset]
-        try:
-            experiment_run = experiment_run_request(user=user, kind=run_kind, params=params).run
-        except QuotaExceeded as refusal:
-            raise ClassroomError("quota", str(refusal)) from refusal
+    run = _class_sweep(user=user, kind=kind, seeds=fields.get("seeds"))
     question = questions.question_open(session=session, spec=spec, request_id=None, seq=None)
-    question.training_run, question.experiment_run = lesson_run, experiment_run
-    question.save(update_fields=["training_run", "experiment_run"])
+    question.experiment_run = run
+    question.save(update_fields=["experiment_run"])
     return question
 
 
-BY_SWITCH = {"norm_position": "norm-position", "warmup": "warmup", "residual": "residual"}  # a run's switch: its kind
+# A run's switch: its class kind.
+BY_SWITCH = {"norm_position": "norm-position", "warmup": "warmup", "residual": "residual", "mask": "mask", "ffn": "ffn"}
 
 
 def _predicted(question: Question) -> tuple[str, Any] | None:
@@ -125,9 +150,10 @@ def _final(arm: dict[str, Any]) -> float:
 
 
 def experiment_answer(question: Question) -> dict[str, Any] | None:
-    """For a question that predicts a comparison: `answer`, the option of the arm that ended with the lowest training
-    loss; `finals`, each option's last training loss (None: it diverged); `kept`, whether the result was measured
-    before the question (not for it). ClassroomError `not_finished` while it trains; None for any other question."""
+    """For a question that predicts a comparison: `answer`, the option the result supports; `finals`, each arm's
+    option with its last training loss (a sweep's: the mean over the seeds; None: it diverged); `verdict`, a sweep's
+    verdict (modelcore.experiments.verdict's, as its run stored it); `kept`, whether the result was measured before
+    the question (not for it). ClassroomError `not_finished` while it trains; None for any other question."""
     if question.training_run_id is None and question.experiment_run_id is None:
         return None
     kind, run = _predicted(question)
@@ -136,10 +162,34 @@ def experiment_answer(question: Question) -> dict[str, Any] | None:
         raise ClassroomError("not_finished", f"the experiment has not finished (it is {run.status}); reveal it when "
                                              "its result is in")
     labels = list(wording.arms(kind))
+    if "verdict" in run.result:
+        return _sweep_answer(question, run, labels)
     by_label = {arm["label"]: arm for arm in run.result["arms"]}
     best = min(run.result["arms"], key=_final)
     finals = []
-    for option, label in zip(question.options, labels, strict=True):
+    for option, label in zip(question.options, labels, strict=False):
         loss = _final(by_label[label]) if label in by_label else float("inf")
         finals.append({"option": option, "loss": None if loss == float("inf") else round(loss, 4)})
     return {"answer": question.options[labels.index(best["label"])], "finals": finals, "kept": _kept(run, question)}
+
+
+def _sweep_answer(question: Question, run: ExperimentRun, labels: list[str]) -> dict[str, Any]:
+    verdict = run.result["verdict"]
+    answer = verdict["answer"] if verdict else _without_verdict(run.result["arms"])
+    means = {arm["label"]: arm["mean"] for arm in verdict["arms"]} if verdict else {}
+    finals = [{"option": option, "loss": round(means[label], 4) if label in means else None}
+              for option, label in zip(question.options, labels, strict=False)]
+    option = question.options[labels.index(answer)] if answer in labels else NO_RELIABLE_DIFFERENCE
+    return {"answer": option, "finals": finals, "verdict": verdict, "kept": _kept(run, question)}
+
+
+def _without_verdict(arms: list[dict[str, Any]]) -> str:
+    """A sweep with no seed completed in every arm has no verdict: the arm that completed in at least 90 % of the
+    seeds while every other diverged in as many is the answer, else there is no reliable difference."""
+    def completed(arm: dict[str, Any]) -> float:
+        return sum(run["status"] == "completed" for run in arm["runs"]) / max(1, len(arm["runs"]))
+
+    lasted = [arm for arm in arms if completed(arm) >= MIN_SHARE]
+    if len(lasted) == 1 and all(1 - completed(arm) >= MIN_SHARE for arm in arms if arm is not lasted[0]):
+        return lasted[0]["label"]
+    return NO_RELIABLE_DIFFERENCE

@@ -79,8 +79,8 @@ def with_html(session: LiveSession, frame: dict[str, Any] | None, user: Any, lan
 
 
 def experiment_result_text(run: ExperimentRun) -> str:
-    """An experiments page comparison's figures, as its run page draws them, in the active language."""
+    """An experiments page comparison's figures (and a sweep's verdict), as its run page draws them, in the active
+    language."""
     done = run.status == ExperimentRun.Status.SUCCEEDED
-    context = {"run": run, "figures": experiment_figures.run_figures(run.kind, run.result) if done else {},
-               "zeros": experiment_figures.zero_layers(run.result) if done else []}
+    context = {"run": run, **(experiment_figures.result_context(run.kind, run.result) if done else {})}
     return render_to_string("experiments/partials/result.html", context)

@@ -132,3 +132,20 @@ def test_a_sweep_trains_the_lessons_comparisons_with_their_arms_and_loop():
     assert [arm["causal"] for arm in result["arms"]] == [True, False]
     assert result["arms"][1]["runs"][2]["loss"] == _lone_losses(_short(comparison_arms("mask")[1], 2), 2)
     assert result["verdict"]["seeds"] == 4
+
+
+def test_a_sweep_split_into_parts_merges_into_the_sweep_trained_at_once():
+    from modelcore.experiments.catalog import run_experiment
+    from modelcore.experiments.sweep import merge_sweeps
+
+    params = {"task": "reverse", "layers": 1, "d_model": 32, "n_heads": 4, "d_ff": 64, "steps": 3, "switch": "warmup"}
+    with torch_threads(1):
+        whole = run_experiment("sweep", {**params, "seeds": 8})
+        parts = [run_experiment("sweep", {**params, "seed": seed, "seeds": 4}) for seed in (0, 4)]
+    merged = merge_sweeps(parts)
+    assert merged["seeds"] == list(range(8)) and merged["verdict"] == whole["verdict"]
+    for mine, theirs in zip(merged["arms"], whole["arms"], strict=True):
+        assert [run["loss"] for run in mine["runs"]] == [run["loss"] for run in theirs["runs"]]  # to the last bit
+        assert mine["final_losses"] == theirs["final_losses"] and mine["seeds"] == list(range(8))
+    with pytest.raises(ValueError):
+        merge_sweeps([])

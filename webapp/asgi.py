@@ -13,11 +13,12 @@ django_asgi_app = get_asgi_application()  # before importing consumers: it sets 
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from webapp.live.door import Door  # noqa: E402
+from webapp.live.door import Door, know_stored_sessions  # noqa: E402
 from webapp.live.hold import HoldRefused  # noqa: E402
 from webapp.live.socket_edge import SameOriginValidator, socket_auth_stack  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
+know_stored_sessions()  # a restarted web process lets its signed-in students back in as such
 # The door, outermost: a request or handshake past its session's or address's budget is refused in the event loop.
 application = Door(ProtocolTypeRouter(
     {

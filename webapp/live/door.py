@@ -13,7 +13,13 @@ Who pays, by what the request carries:
   session's bucket (DOOR_SESSION_*), its demonstration bucket for a POST under /lesson/demo/, cached answers
   included (DOOR_SESSION_DEMOS_*), and its client address's bucket for signed-in requests (DOOR_ADDRESS_*);
 - anything else (no session cookie, or one never seen signed in: a made-up one costs a lookup to find out): the
-  address's bucket for the unknown (DOOR_ANONYMOUS_*), static files apart in their own (DOOR_STATIC_*).
+  address's bucket for the unknown (DOOR_ANONYMOUS_*), a socket's handshake in a smaller one of its own
+  (DOOR_ANONYMOUS_SOCKETS_*: no socket opens without a signed-in session), static files in their own
+  (DOOR_STATIC_*).
+
+The web process knows, as it starts, every session in the database that has not expired (`know_stored_sessions`),
+so a class whose web process restarts reconnects as the signed-in students it is; a session signed in later on
+another web process is known here after its first request or socket.
 
 A school's class shares one address: the address budgets are generous (hundreds of students behind one NAT fit),
 the per-session ones tight (one student, however many tabs). The client's address is the connection's, or behind a
@@ -32,7 +38,9 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import parse_cookie
+from django.utils import timezone
 from django.utils.functional import SimpleLazyObject, empty
 
 from webapp.accounts.lockout import scope_ip
@@ -84,6 +92,25 @@ def note_known(session_key: str | None) -> None:
         _known[session_key] = None
 
 
+def know_stored_sessions() -> int:
+    """Know every unexpired session of the database (the newest MAX_KNOWN); how many. Called once, as the web
+    process starts (before its event loop serves anyone): one query."""
+    if not settings.DOOR_LIMITS or settings.SESSION_ENGINE not in ("django.contrib.sessions.backends.db",
+                                                                   "django.contrib.sessions.backends.cached_db"):
+        return 0
+    from django.contrib.sessions.models import Session
+
+    try:
+        keys = list(Session.objects.filter(expire_date__gt=timezone.now()).order_by("-expire_date")
+                    .values_list("session_key", flat=True)[:MAX_KNOWN])
+    except DatabaseError:  # no table yet (before migrate): every session is learnt as it comes
+        return 0
+    with _known_lock:
+        for key in reversed(keys):
+            _known[key] = None
+    return len(keys)
+
+
 def forget_known() -> None:
     with _known_lock:
         _known.clear()
@@ -120,6 +147,8 @@ class Door:
         self.demos = Buckets(settings.DOOR_SESSION_DEMOS_PER_MINUTE, settings.DOOR_SESSION_DEMO_BURST)
         self.address = Buckets(settings.DOOR_ADDRESS_PER_MINUTE, settings.DOOR_ADDRESS_BURST)
         self.anonymous = Buckets(settings.DOOR_ANONYMOUS_PER_MINUTE, settings.DOOR_ANONYMOUS_BURST)
+        self.anonymous_sockets = Buckets(settings.DOOR_ANONYMOUS_SOCKETS_PER_MINUTE,
+                                         settings.DOOR_ANONYMOUS_SOCKET_BURST)
         self.static = Buckets(settings.DOOR_STATIC_PER_MINUTE, settings.DOOR_STATIC_BURST)
         self.refusal_wait = settings.DOOR_REFUSAL_WAIT_MS / 1000
         self.held: collections.Counter[str] = collections.Counter()  # refusals waiting, by address
@@ -145,6 +174,8 @@ class Door:
             charges = [(self.session, session, "session"), (self.address, address, "address")]
             if scope["type"] == "http" and scope.get("method") == "POST" and path.startswith(DEMO_PREFIX):
                 charges.append((self.demos, session, "demonstrations"))
+        elif scope["type"] == "websocket":
+            charges = [(self.anonymous_sockets, address, "anonymous sockets")]
         elif path.startswith(settings.STATIC_URL) or path in ROOT_FILES:
             charges = [(self.static, address, "static")]
         else:

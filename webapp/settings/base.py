@@ -208,7 +208,9 @@ DOOR_SESSION_DEMO_BURST = env_int("DOOR_SESSION_DEMO_BURST", 10, minimum=1)
 DOOR_ADDRESS_PER_MINUTE = env_int("DOOR_ADDRESS_PER_MINUTE", 12_000, minimum=1)
 DOOR_ADDRESS_BURST = env_int("DOOR_ADDRESS_BURST", 2_000, minimum=1)
 DOOR_ANONYMOUS_PER_MINUTE = env_int("DOOR_ANONYMOUS_PER_MINUTE", 1_200, minimum=1)
-DOOR_ANONYMOUS_BURST = env_int("DOOR_ANONYMOUS_BURST", 1_000, minimum=1)
+DOOR_ANONYMOUS_BURST = env_int("DOOR_ANONYMOUS_BURST", 300, minimum=1)
+DOOR_ANONYMOUS_SOCKETS_PER_MINUTE = env_int("DOOR_ANONYMOUS_SOCKETS_PER_MINUTE", 600, minimum=1)
+DOOR_ANONYMOUS_SOCKET_BURST = env_int("DOOR_ANONYMOUS_SOCKET_BURST", 200, minimum=1)
 DOOR_STATIC_PER_MINUTE = env_int("DOOR_STATIC_PER_MINUTE", 12_000, minimum=1)
 DOOR_STATIC_BURST = env_int("DOOR_STATIC_BURST", 2_000, minimum=1)
 DOOR_REFUSAL_WAIT_MS = env_int("DOOR_REFUSAL_WAIT_MS", 1000, minimum=0)
@@ -246,6 +248,9 @@ EXPERIMENTS_DAILY_QUOTA = env_int("EXPERIMENTS_DAILY_QUOTA", 3, minimum=0)
 EXPERIMENTS_TORCH_THREADS = env_int("EXPERIMENTS_TORCH_THREADS", 1, minimum=1)
 # Worker processes consuming the `experiments` queue (for the queue's wait estimate; make run starts 1).
 EXPERIMENTS_WORKERS = env_int("EXPERIMENTS_WORKERS", 1, minimum=1)
+# Seeds one experiments worker trains together: a sweep with more is split into parts of this many across the
+# workers (webapp/experiments/sweep_parts.py). 4, 8 or 16, so that each part is a sweep of its own.
+EXPERIMENTS_SWEEP_BATCH = int(env_choice("EXPERIMENTS_SWEEP_BATCH", "8", ("4", "8", "16")))
 
 # Redis serves the channel layer, the Celery broker and its results. Unset: the embedded
 # redis-server that `make run` (and the test suite) starts on a Unix socket in RUN_DIR.

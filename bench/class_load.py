@@ -1,6 +1,6 @@
 """A class at work at once, then the same class with one abusive student: what the well-behaved ones feel.
 
-    .venv/bin/python bench/class_load.py --students 100 --seconds 60 [--followers 30] [--json PATH] [--logs DIR]
+    .venv/bin/python bench/class_load.py --students 100 --seconds 60 [--followers 30] [--abuse MODE] [--json PATH]
 
 Starts the stack `make run` starts (scripts/run_stack.py) on loopback: an embedded Redis, a fresh
 SQLite database with the shipped models registered, daphne (`python -m webapp.server`), an
@@ -20,6 +20,10 @@ first-token figures are also given per round):
    POSTs at once, no pause), keeps opening sockets (--abuse-sockets playground sockets, half of
    them never read, each asked for long decodes), and sends `resync` on --abuse-class-sockets
    classroom sockets as fast as the socket frame budget allows (half of those never read either).
+   `--abuse MODE` picks another abuser, each on --abuse-connections connections of its own at once:
+   `uncached-demos` (200: each re-posts demonstrations never asked before, no pause), `cached-demos` (50: each
+   re-posts one demonstration the cache answers), `anonymous-sockets` (100: each opens /ws/decode/ handshakes
+   with a made-up session cookie, one after another, all from the class's address).
 
 Reported: requests by kind and status (5xx by kind), demonstration outcomes by code, frames by
 kind (errors by code; the abuser's apart), closes by code, frames lost (token `seq` gaps: each
@@ -47,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -285,10 +290,12 @@ def demo_form(kind: str, rng: random.Random) -> dict[str, str]:
     return form
 
 
-async def http_session(key: str) -> Any:
+async def http_session(key: str | None, connections: int = 100) -> Any:
+    """An HTTP client with this session's cookie (none: anonymous), at most `connections` at once (0: no bound)."""
     import aiohttp
 
-    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True), cookies={"sessionid": key},
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True), cookies={"sessionid": key} if key else None,
+                                 connector=aiohttp.TCPConnector(limit=connections),
                                  timeout=aiohttp.ClientTimeout(total=30))
 
 
@@ -549,8 +556,13 @@ class Console:
 # -- the abuser -------------------------------------------------------------------------------------------
 
 
+ABUSE_CONNECTIONS = {"uncached-demos": 200, "cached-demos": 50, "anonymous-sockets": 100}
+CACHED_DEMO = ("encoder", {"sentence": SENTENCES[0], "model": MODEL, "layer": "0", "head": "0", "query": "0"})
+
+
 class Abuser:
-    """One student who floods: uncached demonstrations, sockets (some never read), classroom resyncs."""
+    """One student who floods: uncached demonstrations, sockets (some never read), classroom resyncs; or, with
+    --abuse, one pattern on many connections."""
 
     def __init__(self, key: str, port: int, path: str, tally: Tally, args: argparse.Namespace,
                  page_request: dict[str, Any]) -> None:
@@ -598,21 +610,46 @@ class Abuser:
         self.sockets.append(client)
         return client
 
-    async def demos(self, until: float) -> None:
-        async with await http_session(self.key) as http:
+    async def demos(self, until: float, connections: int, cached: bool = False) -> None:
+        """`connections` loops POSTing demonstrations as fast as they are answered: never asked before, or one the
+        cache answers."""
+        combos = itertools.repeat(CACHED_DEMO) if cached else self.combos
+        async with await http_session(self.key, connections=0) as http:
             async with http.get(self.base + PAGES["encoder"]) as response:
                 await response.read()
             cookie = http.cookie_jar.filter_cookies(URL(self.base)).get("csrftoken")
             token = cookie.value if cookie is not None else None
 
             async def flood() -> None:
-                for kind, form in itertools.islice(self.combos, 100_000):
+                for kind, form in itertools.islice(combos, 100_000):
                     if self.stop or time.monotonic() >= until:
                         return
                     self.counts["demo POSTs"] += 1
                     await post_demo(http, self.base, kind, form, token, self.tally, "abuser")
 
-            await asyncio.gather(*(flood() for _ in range(self.args.abuse_demos)))
+            await asyncio.gather(*(flood() for _ in range(connections)))
+
+    async def handshakes(self, until: float, loops: int) -> None:
+        """`loops` loops opening /ws/decode/ with a made-up session cookie each time, one after another."""
+        import aiohttp
+
+        url = f"ws://127.0.0.1:{self.port}/ws/decode/"
+        async with await http_session(None, connections=0) as http:
+            async def loop() -> None:
+                for _ in range(100_000):
+                    if self.stop or time.monotonic() >= until:
+                        return
+                    self.counts["anonymous handshakes"] += 1
+                    try:
+                        async with http.ws_connect(url, origin=self.base,
+                                                   headers={"Cookie": f"sessionid={uuid.uuid4().hex}"}):
+                            self.counts["anonymous handshakes accepted"] += 1
+                    except aiohttp.WSServerHandshakeError as error:
+                        self.counts[f"anonymous handshakes refused {error.status}"] += 1
+                    except (aiohttp.ClientError, TimeoutError):
+                        self.counts["anonymous handshakes failed"] += 1
+
+            await asyncio.gather(*(loop() for _ in range(loops)))
 
     async def playground(self, until: float) -> None:
         """Keep --abuse-sockets playground sockets open (half never read), each asked for long decodes."""
@@ -648,7 +685,13 @@ class Abuser:
         await asyncio.gather(*(one(read=i % 2 == 0) for i in range(self.args.abuse_class_sockets)))
 
     async def live(self, until: float) -> None:
-        await asyncio.gather(self.demos(until), self.playground(until), self.resyncs(until))
+        mode, connections = self.args.abuse, self.args.abuse_connections or ABUSE_CONNECTIONS.get(self.args.abuse, 0)
+        if mode == "mixed":
+            await asyncio.gather(self.demos(until, self.args.abuse_demos), self.playground(until), self.resyncs(until))
+        elif mode == "anonymous-sockets":
+            await self.handshakes(until, connections)
+        else:
+            await self.demos(until, connections, cached=mode == "cached-demos")
 
     def close(self) -> None:
         for client in self.sockets:
@@ -836,6 +879,11 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
         "first_token_ms_by_round": by_round, "first_token_p99_ratio_by_round": round_ratios,
         "page_ms": {p: summary(v) for p, v in tally.page_ms.items()},
         "demo_ms": {p: summary(v) for p, v in tally.demo_ms.items()},
+        "demo_p99_ratio": (round(tally_p99(tally.demo_ms, "abuser") / tally_p99(tally.demo_ms, "alone"), 2)
+                           if tally.demo_ms.get("abuser") and tally.demo_ms.get("alone") else None),
+        "web_cores_busy": {phase: round(sum(c["web (daphne)"] for label, c in cores.items() if label.split()[0] == phase)
+                                        / max(1, sum(label.split()[0] == phase for label in cores)), 2)
+                           for phase in ("alone", "abuser")},
         "classroom": {"runs": [{k: v for k, v in r.items() if k not in ("began", "ended")} for r in console.runs],
                       "questions": console.questions, "followers": len(followers),
                       "answers_sent": sum(f.answers_sent for f in followers),
@@ -853,6 +901,10 @@ async def run_load(port: int, pids: dict[str, int], prepared: dict[str, Any], ar
                           "samples": [(t, round(kb / mb, 1)) for t, kb in watch.samples[::4]]},
         "unexpected": tally.failures,
     }
+
+
+def tally_p99(by_phase: dict[str, list[float]], phase: str) -> float:
+    return summary(by_phase[phase])["p99"]
 
 
 def wait_workers(redis_url: str, names: tuple[str, ...], timeout: float = 180) -> None:
@@ -896,6 +948,10 @@ def goals(figures: dict[str, Any]) -> list[dict[str, Any]]:
         ("frames lost", figures["frames_lost"]["total"], "0", figures["frames_lost"]["total"] == 0),
         ("first token p99 with the abuser (ms)", first["abuser"]["p99"], "<= 1000", first["abuser"]["p99"] <= 1000),
         ("first token p99 with / without the abuser", ratio, "<= 2", ratio is not None and ratio <= 2),
+        ("demonstrations p99 with / without the abuser", figures["demo_p99_ratio"], "<= 2",
+         figures["demo_p99_ratio"] is not None and figures["demo_p99_ratio"] <= 2),
+        ("web process CPU with the abuser (cores)", figures["web_cores_busy"]["abuser"], "<= 0.5",
+         figures["web_cores_busy"]["abuser"] <= 0.5),
         ("daphne RSS after - before (MB)", rss["after_minus_before"], "<= 50", rss["after_minus_before"] <= 50),
     ]
     return [{"goal": g, "measured": m, "target": t, "met": bool(ok)} for g, m, t, ok in rows]
@@ -913,6 +969,10 @@ def table(result: dict[str, Any]) -> str:
         for key, row in result["first_token_ms_by_round"].items():
             lines.append(f"  round {key.split()[1]}, {key.split()[0]:6}: p50 {row['p50']}  p99 {row['p99']}  n {row['n']}")
         lines.append(f"  p99 ratio per round: {result['first_token_p99_ratio_by_round']}")
+    d = result["demo_ms"]
+    lines.append(f"demonstration ms, alone:  p50 {d['alone']['p50']}  p99 {d['alone']['p99']}  n {d['alone']['n']}")
+    lines.append(f"demonstration ms, abuser: p50 {d['abuser']['p50']}  p99 {d['abuser']['p99']}  n {d['abuser']['n']}")
+    lines.append(f"web process cores busy: {json.dumps(result['web_cores_busy'])}")
     rss = result["daphne_rss_mb"]
     lines.append(f"daphne RSS MB: start {rss['at_start']}, before {rss['before']}, peak {rss['peak']}, after {rss['after']}")
     lines.append(f"requests: {json.dumps(result['requests'], ensure_ascii=False)}")
@@ -940,6 +1000,11 @@ def main() -> int:
     parser.add_argument("--abuse-demos", type=int, default=8, help="the abuser's demonstration POSTs at once")
     parser.add_argument("--abuse-sockets", type=int, default=40, help="playground sockets the abuser keeps opening")
     parser.add_argument("--abuse-class-sockets", type=int, default=8, help="classroom sockets the abuser resyncs on")
+    parser.add_argument("--abuse", choices=("mixed", *ABUSE_CONNECTIONS), default="mixed",
+                        help="the abuser's pattern (mixed: demonstrations, sockets and resyncs together; see above)")
+    parser.add_argument("--abuse-connections", type=int,
+                        help="connections of an --abuse pattern other than mixed (default: " +
+                             ", ".join(f"{mode} {n}" for mode, n in ABUSE_CONNECTIONS.items()) + ")")
     parser.add_argument("--rss-limit-mb", type=int, default=3000, help="the abuser stops when daphne passes this")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "class_load.json")
     parser.add_argument("--profile", type=Path, help="py-spy daphne in each phase (raw stacks into this folder)")
@@ -1008,6 +1073,8 @@ def main() -> int:
         "settings": {"students": args.students, "seconds_per_phase": args.seconds, "rounds": args.rounds,
                      "settle_s": args.settle, "followers": args.followers,
                      "run_tokens": args.run_tokens, "pace_ms": args.pace_ms, "abuse_demos": args.abuse_demos,
+                     "abuse": args.abuse, "abuse_connections": args.abuse_connections,
+                     "door_limits": os.environ.get("DOOR_LIMITS", "the default"),
                      "abuse_sockets": args.abuse_sockets, "abuse_class_sockets": args.abuse_class_sockets,
                      "stack": "daphne x1, interactive worker threads x4, demonstrations worker threads x2 "
                               "(as make run), app's default limits", "model": MODEL,

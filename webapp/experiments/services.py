@@ -17,6 +17,7 @@ from webapp.accounts.roles import Role, has_role
 from webapp.core.redact import without_paths
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES, shipped_results
+from webapp.experiments.sweep_parts import sweep_shared
 from webapp.ops.runs import QueuePlace, RunTable
 
 RUN_TASK = "webapp.experiments.run"  # webapp.experiments.tasks.run_experiment_task, routed by its name
@@ -122,12 +123,14 @@ def experiment_page_results(*, page: str) -> dict[str, dict[str, Any] | None]:
 
 
 def experiment_run_execute(*, run_id: int) -> None:
-    """Run a queued experiment in this (worker) process, reporting progress to the run's sockets."""
-    RUNS.execute(run_id, _compute)
+    """Run a queued experiment in this (worker) process, reporting progress to the run's sockets; a sweep with more
+    seeds than one worker's batch shares its parts with the other experiments workers (sweep_parts.py)."""
+    def compute(kind: str, params: dict[str, Any], on_progress: Any) -> dict[str, Any]:
+        if kind == "sweep":
+            return sweep_shared(run_id=run_id, params=params, on_progress=on_progress)
+        # The worker's side: torch loads here, never in the web process.
+        from modelcore.experiments.catalog import run_experiment
 
+        return run_experiment(kind, params, on_progress=on_progress)
 
-def _compute(kind: str, params: dict[str, Any], on_progress: Any) -> dict[str, Any]:
-    # The worker's side: torch loads here, never in the web process.
-    from modelcore.experiments.catalog import run_experiment
-
-    return run_experiment(kind, params, on_progress=on_progress)
+    RUNS.execute(run_id, compute)

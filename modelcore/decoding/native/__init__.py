@@ -29,17 +29,35 @@ def enabled() -> bool:
 
 
 def fast_here() -> bool:
-    """Whether decoding should take the compiled step when it is built: on CPUs with AVX-512, where it was
-    measured 2-2.6x faster than MKL's addmm. Its AVX2 clone ran 5-28x slower than addmm (docs/benchmarks.md),
-    so elsewhere the Python step serves unless MODELCORE_NATIVE=force."""
-    return os.environ.get("MODELCORE_NATIVE", "").strip().lower() == "force" or _avx512()
+    """Whether decoding should take the compiled step when it is built: where its kernels' ISA (isa()) is one
+    measured faster than the Python step (FAST_ISAS), unless MODELCORE_NATIVE=0; always with MODELCORE_NATIVE=force."""
+    switch = os.environ.get("MODELCORE_NATIVE", "").strip().lower()
+    return switch == "force" or (enabled() and isa() in FAST_ISAS)
+
+
+# The kernels' ISAs where the step was measured faster than the Python step (docs/benchmarks.md): AVX-512,
+# 2-2.6x faster than MKL's addmm. The SSE-only baseline was never measured.
+FAST_ISAS = frozenset({"avx512"})
+
+
+def isa() -> str:
+    """The ISA whose kernels the step runs here, by step.cpp's own rule: MODELCORE_ISA (avx512, avx2, baseline)
+    when set, else torch's capability (which ATEN_CPU_CAPABILITY forces), so that forcing torch's kernels to
+    AVX2 on an AVX-512 CPU takes this host's AVX2 path for both."""
+    forced = os.environ.get("MODELCORE_ISA", "").strip().lower()
+    if forced not in ("", "auto"):
+        if forced not in ("avx512", "avx2", "baseline", "default"):
+            raise ValueError(f"MODELCORE_ISA={forced!r}: avx512, avx2, baseline or auto")
+        return "baseline" if forced == "default" else forced
+    return _torch_isa()
 
 
 @functools.lru_cache(maxsize=1)
-def _avx512() -> bool:
+def _torch_isa() -> str:
     import torch
 
-    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    capability = torch.backends.cpu.get_cpu_capability()  # "AVX512", "AVX2", "DEFAULT", ... (ARM: others)
+    return {"AVX512": "avx512", "AVX2": "avx2"}.get(capability, "baseline")
 
 
 @functools.lru_cache(maxsize=1)

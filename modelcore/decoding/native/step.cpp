@@ -11,8 +11,12 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -60,13 +64,18 @@ void apply_norm(float* x, int64_t B, int64_t D, const Norm& n) {
   }
 }
 
-// GCC builds the kernels below for AVX-512 (x86-64-v4), for AVX2 + FMA (x86-64-v3) and for any
-// x86-64, and picks one when the library loads: the build machine's CPU does not decide what the
-// code may use.
+// The kernels below are built three times: for AVX-512 (x86-64-v4), for AVX2 + FMA (x86-64-v3)
+// and for any x86-64. kernels() picks one set once per process: the best this CPU runs, unless
+// MODELCORE_ISA (or, without it, torch's own ATEN_CPU_CAPABILITY) asks for a lesser one, so that
+// one machine measures every path (bench/decode.py --isa). GCC's target_clones would pick by the
+// CPU alone, and its resolver reads no environment.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MODELCORE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define MODELCORE_V4 __attribute__((target("arch=x86-64-v4")))
+#define MODELCORE_V3 __attribute__((target("arch=x86-64-v3")))
+#define MODELCORE_X86 1
 #else
-#define MODELCORE_CLONES
+#define MODELCORE_V4
+#define MODELCORE_V3
 #endif
 
 // sum_i a[i] b[i], in 16 partial sums the compiler keeps in vector registers.
@@ -82,8 +91,7 @@ inline float dot(const float* __restrict a, const float* __restrict b, int64_t n
 }
 
 // Attention of the query rows bh in [begin, end) (row b = bh / H, head h = bh % H), see attend().
-MODELCORE_CLONES
-void attend_rows(const float* q, int64_t q_stride, const float* kp, const int64_t* ks, const float* vp,
+__attribute__((always_inline)) inline void attend_rows(const float* q, int64_t q_stride, const float* kp, const int64_t* ks, const float* vp,
                  const int64_t* vs, const int64_t* lengths, int64_t H, int64_t dk, float* out, float* weights,
                  int64_t width, float* scores, int64_t begin, int64_t end) {
   for (int64_t bh = begin; bh < end; ++bh) {
@@ -118,6 +126,214 @@ void attend_rows(const float* q, int64_t q_stride, const float* kp, const int64_
   }
 }
 
+// ---- projections through packed weights -------------------------------------------------------
+//
+// y = x W + b for x (M, K) and W (K, N), M up to a few dozen rows. MKL's GEMM copies W into its own
+// blocked layout on every call (a fifth of a batch-16 step went to that copy here), and then runs
+// its AVX2 kernel. pack_weight() makes that layout once per model: W in panels of 32 columns, each
+// panel K rows of 32 contiguous floats (the last one zero-padded). A tile is up to MR rows of x
+// times two of the ISA's vectors of one panel (32 columns with AVX-512, 16 with AVX2, 8 with SSE):
+// MR x 2 sums stay in registers, each k loads two vectors of weights and broadcasts one value of
+// each row. The vectors are the ISA's own width: a 16-float vector on AVX2 has no register of its
+// own, and GCC kept such sums in memory (the AVX2 kernel ran 5-28x slower than addmm that way).
+// The two threads split the panels.
+
+constexpr int64_t kPanel = 32;
+typedef float v16 __attribute__((vector_size(64)));  // 16 floats: one AVX-512 register
+typedef float v8 __attribute__((vector_size(32)));   // 8 floats: one AVX2 register
+typedef float v4 __attribute__((vector_size(16)));   // 4 floats: one SSE register
+
+// Rows [0, MR) of x (rows x_stride apart) times 2 vectors of columns of one panel (w points at the
+// first), plus bias, into y's ncols columns. KU independent sets of sums over alternating k keep the
+// FMA pipes busy when MR is small.
+template <class V, int MR, int KU>
+__attribute__((always_inline)) inline void panel_tile(const float* __restrict x, int64_t x_stride, int64_t K,
+                                                      const float* __restrict w, const float* __restrict bias,
+                                                      int64_t ncols, float* __restrict y, int64_t y_stride, bool relu) {
+  constexpr int kLanes = sizeof(V) / sizeof(float);
+  V acc[KU][MR][2];
+  for (int u = 0; u < KU; ++u)
+    for (int m = 0; m < MR; ++m) acc[u][m][0] = acc[u][m][1] = V{};
+  int64_t k = 0;
+  for (; k + KU <= K; k += KU)
+    for (int u = 0; u < KU; ++u) {
+      const V w0 = *reinterpret_cast<const V*>(w + (k + u) * kPanel);
+      const V w1 = *reinterpret_cast<const V*>(w + (k + u) * kPanel + kLanes);
+      for (int m = 0; m < MR; ++m) {
+        const float xv = x[m * x_stride + k + u];
+        acc[u][m][0] += xv * w0;
+        acc[u][m][1] += xv * w1;
+      }
+    }
+  for (; k < K; ++k) {
+    const V w0 = *reinterpret_cast<const V*>(w + k * kPanel);
+    const V w1 = *reinterpret_cast<const V*>(w + k * kPanel + kLanes);
+    for (int m = 0; m < MR; ++m) {
+      const float xv = x[m * x_stride + k];
+      acc[0][m][0] += xv * w0;
+      acc[0][m][1] += xv * w1;
+    }
+  }
+  alignas(64) float b[2 * kLanes] = {};  // vector loads below need the vector's alignment
+  for (int64_t c = 0; c < ncols; ++c) b[c] = bias[c];
+  const V b0 = *reinterpret_cast<const V*>(b), b1 = *reinterpret_cast<const V*>(b + kLanes);
+  for (int m = 0; m < MR; ++m) {
+    V s0 = acc[0][m][0] + b0, s1 = acc[0][m][1] + b1;
+    for (int u = 1; u < KU; ++u) {
+      s0 += acc[u][m][0];
+      s1 += acc[u][m][1];
+    }
+    if (relu) {
+      s0 = s0 > 0.f ? s0 : V{};
+      s1 = s1 > 0.f ? s1 : V{};
+    }
+    float* out = y + m * y_stride;
+    if (ncols == 2 * kLanes) {
+      __builtin_memcpy(out, &s0, sizeof(s0));
+      __builtin_memcpy(out + kLanes, &s1, sizeof(s1));
+    } else {
+      alignas(64) float tail[2 * kLanes];
+      __builtin_memcpy(tail, &s0, sizeof(s0));
+      __builtin_memcpy(tail + kLanes, &s1, sizeof(s1));
+      for (int64_t c = 0; c < ncols; ++c) out[c] = tail[c];
+    }
+  }
+}
+
+// Rows [0, MR) times one column block: 4 sets of sums over k for one row, 2 for two rows (8 of
+// AVX2's 16 registers), one set for more rows.
+template <class V, int MR>
+__attribute__((always_inline)) inline void panel_rows(const float* x, int64_t K, const float* w, const float* bias,
+                                                      int64_t ncols, float* y, int64_t N, bool relu) {
+  if (MR == 1)
+    panel_tile<V, MR, 4>(x, K, K, w, bias, ncols, y, N, relu);
+  else if (MR == 2)
+    panel_tile<V, MR, 2>(x, K, K, w, bias, ncols, y, N, relu);
+  else
+    panel_tile<V, MR, 1>(x, K, K, w, bias, ncols, y, N, relu);
+}
+
+// Panels [begin, end) for all M rows, in tiles of at most MOST rows: MOST x 2 sums take 16 of
+// AVX-512's 32 registers at 8 rows, 12 of AVX2's (or SSE's) 16 at 6 rows, leaving room for the
+// weights and the broadcast value.
+template <class V, int MOST>
+__attribute__((always_inline)) inline void packed_panels(const float* x, int64_t M, int64_t K, const float* packed,
+                                                         const float* bias, float* y, int64_t N, bool relu,
+                                                         int64_t begin, int64_t end) {
+  static_assert(MOST >= 6 && MOST <= 8, "tiles of up to 6 to 8 rows");
+  constexpr int64_t kBlock = 2 * sizeof(V) / sizeof(float);  // columns of one tile
+  for (int64_t p = begin; p < end; ++p) {
+    for (int64_t c0 = p * kPanel; c0 < std::min((p + 1) * kPanel, N); c0 += kBlock) {
+      const float* w = packed + p * K * kPanel + (c0 - p * kPanel);
+      const int64_t ncols = std::min(kBlock, N - c0);
+      for (int64_t m = 0; m < M;) {
+        const int64_t rows = std::min<int64_t>(MOST, M - m);
+        const float* xr = x + m * K;
+        float* yr = y + m * N + c0;
+        switch (rows) {
+          case 1: panel_rows<V, 1>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+          case 2: panel_rows<V, 2>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+          case 3: panel_rows<V, 3>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+          case 4: panel_rows<V, 4>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+          case 5: panel_rows<V, 5>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+          case 6: panel_rows<V, 6>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+          case 7: panel_rows<V, MOST < 7 ? MOST : 7>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+          default: panel_rows<V, MOST>(xr, K, w, bias + c0, ncols, yr, N, relu); break;
+        }
+        m += rows;
+      }
+    }
+  }
+}
+
+// ---- one set of kernels per ISA, chosen once ---------------------------------------------------
+
+using PanelsFn = void (*)(const float*, int64_t, int64_t, const float*, const float*, float*, int64_t, bool, int64_t,
+                          int64_t);
+using AttendRowsFn = void (*)(const float*, int64_t, const float*, const int64_t*, const float*, const int64_t*,
+                              const int64_t*, int64_t, int64_t, float*, float*, int64_t, float*, int64_t, int64_t);
+
+#define MODELCORE_VARIANT(TARGET, SUFFIX, VECTOR, MOST)                                                            \
+  TARGET void packed_panels_##SUFFIX(const float* x, int64_t M, int64_t K, const float* packed, const float* bias, \
+                                     float* y, int64_t N, bool relu, int64_t begin, int64_t end) {                 \
+    packed_panels<VECTOR, MOST>(x, M, K, packed, bias, y, N, relu, begin, end);                                    \
+  }                                                                                                                \
+  TARGET void attend_rows_##SUFFIX(const float* q, int64_t q_stride, const float* kp, const int64_t* ks,           \
+                                   const float* vp, const int64_t* vs, const int64_t* lengths, int64_t H,          \
+                                   int64_t dk, float* out, float* weights, int64_t width, float* scores,           \
+                                   int64_t begin, int64_t end) {                                                   \
+    attend_rows(q, q_stride, kp, ks, vp, vs, lengths, H, dk, out, weights, width, scores, begin, end);            \
+  }
+
+MODELCORE_VARIANT(MODELCORE_V4, avx512, v16, 8)
+MODELCORE_VARIANT(MODELCORE_V3, avx2, v8, 6)
+MODELCORE_VARIANT(, baseline, v4, 6)
+#undef MODELCORE_VARIANT
+
+struct Kernels {
+  const char* isa;  // what isa() reports
+  PanelsFn panels;
+  AttendRowsFn attend_rows;
+};
+const Kernels kVariants[] = {
+    {"avx512", packed_panels_avx512, attend_rows_avx512},
+    {"avx2", packed_panels_avx2, attend_rows_avx2},
+    {"baseline", packed_panels_baseline, attend_rows_baseline},
+};
+
+// The best variant this CPU runs: 0 AVX-512, 1 AVX2, 2 baseline.
+int best_variant() {
+#ifdef MODELCORE_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return 0;
+  if (__builtin_cpu_supports("x86-64-v3")) return 1;
+#endif
+  return 2;
+}
+
+// The variant a name asks for ("avx512", "avx2", "baseline" or "default"; "" or "auto": the best),
+// never one the CPU cannot run: asking for AVX-512 on an AVX2 CPU gives AVX2.
+int variant_named(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  int asked = 0;
+  if (name == "avx2")
+    asked = 1;
+  else if (name == "baseline" || name == "default")
+    asked = 2;
+  else
+    TORCH_CHECK(name.empty() || name == "auto" || name == "avx512", "unknown ISA '", name,
+                "': avx512, avx2, baseline or auto");
+  return std::max(asked, best_variant());
+}
+
+// MODELCORE_ISA, else ATEN_CPU_CAPABILITY (forcing torch's kernels forces these too), else the CPU's best.
+int variant_from_environment() {
+  for (const char* variable : {"MODELCORE_ISA", "ATEN_CPU_CAPABILITY"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && *value != '\0') return variant_named(value);
+  }
+  return best_variant();
+}
+
+std::atomic<int> chosen{-1};
+
+const Kernels& kernels() {
+  int v = chosen.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = variant_from_environment();
+    chosen.store(v, std::memory_order_relaxed);
+  }
+  return kVariants[v];
+}
+
+std::string isa() { return kernels().isa; }
+
+// Run the variant named from now on in this process (the tests run each one the CPU has); returns the one taken.
+std::string use_isa(const std::string& name) {
+  chosen.store(variant_named(name), std::memory_order_relaxed);
+  return isa();
+}
+
 // out[b, h*dk : (h+1)*dk] = softmax(q . K[0..len_b)) V for every row b and head h.
 // q rows are q_stride floats apart; K and V are (rows, heads, positions, dk) views whose last
 // dimension is contiguous (a cache buffer with room for more positions, or a sliced source).
@@ -132,120 +348,9 @@ void attend(const float* q, int64_t q_stride, const torch::Tensor& K, const torc
   const int64_t most = *std::max_element(lengths.begin(), lengths.begin() + B);
   at::parallel_for(0, B * H, 8, [&](int64_t begin, int64_t end) {
     std::vector<float> scores(most);
-    attend_rows(q, q_stride, K.data_ptr<float>(), ks, V.data_ptr<float>(), vs, lengths.data(), H, dk, out, weights,
-                width, scores.data(), begin, end);
+    kernels().attend_rows(q, q_stride, K.data_ptr<float>(), ks, V.data_ptr<float>(), vs, lengths.data(), H, dk, out,
+                          weights, width, scores.data(), begin, end);
   });
-}
-
-// ---- projections through packed weights -------------------------------------------------------
-//
-// y = x W + b for x (M, K) and W (K, N), M up to a few dozen rows. MKL's GEMM copies W into its own
-// blocked layout on every call (a fifth of a batch-16 step went to that copy here), and then runs
-// its AVX2 kernel. pack_weight() makes that layout once per model: W in panels of 32 columns, each
-// panel K rows of 32 contiguous floats (the last one zero-padded). A tile of up to 8 rows of x times
-// one panel keeps 8 x 2 vectors of 16 sums in registers; each k loads the panel's 32 weights once
-// and broadcasts one value of each row. The two threads split the panels.
-
-constexpr int64_t kPanel = 32;
-typedef float v16 __attribute__((vector_size(64)));  // 16 floats: one AVX-512 register, two AVX2 ones
-
-// Rows [0, MR) of x (rows x_stride apart) times one panel, plus bias, into y's ncols columns.
-// KU independent sets of sums over alternating k keep the FMA pipes busy when MR is small.
-template <int MR, int KU>
-__attribute__((always_inline)) inline void panel_tile(const float* __restrict x, int64_t x_stride, int64_t K, const float* __restrict w,
-                       const float* __restrict bias, int64_t ncols, float* __restrict y, int64_t y_stride, bool relu) {
-  v16 acc[KU][MR][2];
-  for (int u = 0; u < KU; ++u)
-    for (int m = 0; m < MR; ++m) acc[u][m][0] = acc[u][m][1] = v16{};
-  int64_t k = 0;
-  for (; k + KU <= K; k += KU)
-    for (int u = 0; u < KU; ++u) {
-      const v16 w0 = *reinterpret_cast<const v16*>(w + (k + u) * kPanel);
-      const v16 w1 = *reinterpret_cast<const v16*>(w + (k + u) * kPanel + 16);
-      for (int m = 0; m < MR; ++m) {
-        const float xv = x[m * x_stride + k + u];
-        acc[u][m][0] += xv * w0;
-        acc[u][m][1] += xv * w1;
-      }
-    }
-  for (; k < K; ++k) {
-    const v16 w0 = *reinterpret_cast<const v16*>(w + k * kPanel);
-    const v16 w1 = *reinterpret_cast<const v16*>(w + k * kPanel + 16);
-    for (int m = 0; m < MR; ++m) {
-      const float xv = x[m * x_stride + k];
-      acc[0][m][0] += xv * w0;
-      acc[0][m][1] += xv * w1;
-    }
-  }
-  alignas(64) float b[kPanel] = {};  // v16 loads below need 64-byte alignment
-  for (int64_t c = 0; c < ncols; ++c) b[c] = bias[c];
-  const v16 b0 = *reinterpret_cast<const v16*>(b), b1 = *reinterpret_cast<const v16*>(b + 16);
-  for (int m = 0; m < MR; ++m) {
-    v16 s0 = acc[0][m][0] + b0, s1 = acc[0][m][1] + b1;
-    for (int u = 1; u < KU; ++u) {
-      s0 += acc[u][m][0];
-      s1 += acc[u][m][1];
-    }
-    if (relu) {
-      s0 = s0 > 0.f ? s0 : v16{};
-      s1 = s1 > 0.f ? s1 : v16{};
-    }
-    float* out = y + m * y_stride;
-    if (ncols == kPanel) {
-      __builtin_memcpy(out, &s0, sizeof(s0));
-      __builtin_memcpy(out + 16, &s1, sizeof(s1));
-    } else {
-      alignas(64) float tail[kPanel];
-      __builtin_memcpy(tail, &s0, sizeof(s0));
-      __builtin_memcpy(tail + 16, &s1, sizeof(s1));
-      for (int64_t c = 0; c < ncols; ++c) out[c] = tail[c];
-    }
-  }
-}
-
-template <int MR>
-__attribute__((always_inline)) inline void panel_rows(const float* x, int64_t K, const float* w, const float* bias, int64_t ncols, float* y,
-                       int64_t N, bool relu) {
-  if (MR <= 2)
-    panel_tile<MR, 4>(x, K, K, w, bias, ncols, y, N, relu);
-  else
-    panel_tile<MR, 1>(x, K, K, w, bias, ncols, y, N, relu);
-}
-
-// Panels [begin, end) for all M rows, in blocks of at most `most` rows (8 with AVX-512's 32
-// registers, 3 with AVX2's 16).
-MODELCORE_CLONES
-void packed_panels(const float* x, int64_t M, int64_t K, const float* packed, const float* bias, float* y, int64_t N,
-                   bool relu, int64_t most, int64_t begin, int64_t end) {
-  for (int64_t p = begin; p < end; ++p) {
-    const float* w = packed + p * K * kPanel;
-    const int64_t n0 = p * kPanel, ncols = std::min(kPanel, N - n0);
-    for (int64_t m = 0; m < M;) {
-      const int64_t rows = std::min(most, M - m);
-      const float* xr = x + m * K;
-      float* yr = y + m * N + n0;
-      switch (rows) {
-        case 1: panel_rows<1>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-        case 2: panel_rows<2>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-        case 3: panel_rows<3>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-        case 4: panel_rows<4>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-        case 5: panel_rows<5>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-        case 6: panel_rows<6>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-        case 7: panel_rows<7>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-        default: panel_rows<8>(xr, K, w, bias + n0, ncols, yr, N, relu); break;
-      }
-      m += rows;
-    }
-  }
-}
-
-int64_t tile_rows() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const int64_t rows = __builtin_cpu_supports("avx512f") ? 8 : 3;
-  return rows;
-#else
-  return 3;
-#endif
 }
 
 // W (K, N), row-major -> (panels, K, 32): the layout project() reads.
@@ -275,9 +380,9 @@ torch::Tensor project(const torch::Tensor& x, const torch::Tensor& packed, const
   const float* wp = packed.data_ptr<float>();
   const float* bp = b.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  const int64_t most = tile_rows();
+  const PanelsFn panels = kernels().panels;
   at::parallel_for(0, packed.size(0), 1, [&](int64_t begin, int64_t end) {
-    packed_panels(xp, M, K, wp, bp, yp, N, relu, most, begin, end);
+    panels(xp, M, K, wp, bp, yp, N, relu, begin, end);
   });
   return y;
 }
@@ -409,6 +514,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::tuple names(static_cast<size_t>(kWeightsPerLayer));
   for (int i = 0; i < kWeightsPerLayer; ++i) names[i] = kLayerWeightNames[i];
   m.attr("LAYER_WEIGHTS") = names;
+  m.def("isa", &isa, "the kernels' ISA in this process: avx512, avx2 or baseline");
+  m.def("use_isa", &use_isa, "run the kernels built for this ISA (avx512, avx2, baseline, auto; at most the CPU's)",
+        py::arg("name"));
   m.def("pack_weight", &pack_weight, "W (in, out) in the panel layout the step's projections read");
   m.def("linear", &project, "x @ W + b (ReLU after it when relu) with W packed by pack_weight",
         py::arg("x"), py::arg("packed"), py::arg("b"), py::arg("relu") = false);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -16,7 +17,7 @@ from modelcore.decoding import (
     decode_stream,
 )
 from modelcore.tokenization import BOS_ID, EOS_ID, PAD_ID
-from tests.fixtures.decoding import SRC, done, run, tiny_model
+from tests.fixtures.decoding import NATIVE_ISAS, SRC, done, native_kernels, run, tiny_model
 
 LAYER_KINDS = [("post", "layernorm"), ("pre", "layernorm"), ("post", "rmsnorm"), ("pre", "rmsnorm")]
 STRATEGIES = [
@@ -27,6 +28,12 @@ STRATEGIES = [
 
 
 STEPS = pytest.mark.parametrize("native", [False, True], ids=["python-step", "native-step"])
+
+
+@pytest.fixture(params=NATIVE_ISAS)
+def isa(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each set of the native step's kernels this CPU runs (AVX-512, AVX2, SSE), chosen as MODELCORE_ISA would."""
+    yield from native_kernels(request.param)
 
 
 @STEPS
@@ -56,7 +63,8 @@ def test_the_fused_attention_kernel_gives_the_same_steps(norm_position: str) -> 
 
 
 @pytest.mark.parametrize("norm_position,norm", LAYER_KINDS)
-def test_the_native_step_gives_the_python_steps_on_a_padded_batch_with_beams(norm_position: str, norm: str) -> None:
+def test_the_native_step_gives_the_python_steps_on_a_padded_batch_with_beams(norm_position: str, norm: str,
+                                                                            isa: str) -> None:
     model = tiny_model(norm_position, norm, seed=11)
     requests = [(SRC, DecodeParams(max_len=10, min_len=10, capture_attention=True)),
                 (SRC[:2], DecodeParams(strategy="beam", beam_size=3, max_len=10)),
@@ -77,8 +85,8 @@ def test_the_native_step_gives_the_python_steps_on_a_padded_batch_with_beams(nor
 
 
 @pytest.mark.parametrize("rows", [1, 2, 5, 11], ids=["one-row", "two-rows", "five-rows", "eleven-rows"])
-def test_the_native_step_gives_the_python_steps_for_a_few_rows_and_for_many(rows: int) -> None:
-    # The projections go in tiles of up to 8 rows (3 without AVX-512): a single row, a part of a
+def test_the_native_step_gives_the_python_steps_for_a_few_rows_and_for_many(rows: int, isa: str) -> None:
+    # The projections go in tiles of up to 8 rows (6 without AVX-512): a single row, a part of a
     # tile, and a full tile with a remainder.
     model = tiny_model("post", seed=12)
     requests = [(SRC[i % 5 :], DecodeParams(max_len=9, min_len=9)) for i in range(rows)]
@@ -89,13 +97,13 @@ def test_the_native_step_gives_the_python_steps_for_a_few_rows_and_for_many(rows
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
 
 
-def test_the_native_projection_equals_a_matrix_product_for_every_shape_it_meets() -> None:
+def test_the_native_projection_equals_a_matrix_product_for_every_shape_it_meets(isa: str) -> None:
     # Rows from one to past four tiles; widths that fill the 32-column panels and widths that leave a
     # ragged last panel (the vocabulary, 1000, does); inner sizes odd and even; with and without ReLU.
     from modelcore.decoding.native import native_step
 
     module = native_step()
-    assert module is not None
+    assert module is not None and module.isa() == isa
     generator = torch.Generator().manual_seed(3)
     for rows in [*range(1, 18), 33]:
         for inner, width in [(32, 96), (256, 1000), (7, 5), (33, 64), (64, 31)]:

@@ -1,18 +1,22 @@
 """Decoding speed: modelcore.decoding against Hugging Face MarianMT generate and CTranslate2, side by side.
 
     .venv/bin/pip install -r requirements/bench.txt   # transformers, ctranslate2 (benchmark only)
-    .venv/bin/python bench/decode.py [--repeats 7] [--batches 1,16] [--out bench/results/decode.json]
+    .venv/bin/python bench/decode.py [--repeats 7] [--batches 1,16] [--isa avx2|avx512|auto] [--out ...json]
 
 Same sizes everywhere: d_model 256, 4 heads, d_ff 1024, 3 + 3 layers, vocabulary 1000,
 source length 32, exactly 64 greedy tokens (end token suppressed), batch 1 and 16, 2 threads,
 random weights, float32, CPU. Engines run interleaved, in a shuffled order each repeat, so that
 load from other processes hits them alike; each figure is the median over repeats, in target
 tokens/s, and each goal's ratio the median of the ratios taken inside each repeat.
+
+--isa forces every engine's kernels (torch's, MKL's, oneDNN's, CTranslate2's, modelcore's native step) to AVX2
+or AVX-512, so that one machine measures both paths (bench/isa.py); the JSON keeps what each library said it ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -22,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -33,6 +37,8 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import isa  # noqa: E402  (bench/isa.py)
+
 from modelcore import EncoderDecoder, ModelConfig  # noqa: E402
 from modelcore.decoding import DecodeParams, decode  # noqa: E402
 
@@ -42,17 +48,36 @@ BATCHES = (1, 16)
 Engine = Callable[[torch.Tensor], int]  # runs a (B, S) batch of source ids, returns tokens generated
 
 
-def ours(model: EncoderDecoder, cache: bool, capture: bool) -> Engine:
-    """modelcore.decoding.decode through its public API, exactly new_tokens greedy tokens per source."""
+def ours(model: EncoderDecoder, cache: bool, capture: bool, python_step: bool = False) -> Engine:
+    """modelcore.decoding.decode through its public API, exactly new_tokens greedy tokens per source.
+
+    python_step: with the native step switched off (MODELCORE_NATIVE=0 during the run), as on a machine
+    where it is not taken; both steps give the same tokens.
+    """
     n = SIZES["new_tokens"]
     params = DecodeParams(max_len=n, min_len=n, capture_attention=capture)
 
     def run(src: torch.Tensor) -> int:
-        results = decode(model, src.tolist(), params, cache=cache)
+        with _native_off() if python_step else contextlib.nullcontext():
+            results = decode(model, src.tolist(), params, cache=cache)
         assert all(len(r.ids) == n for r in results)
         return n * len(results)
 
     return run
+
+
+@contextlib.contextmanager
+def _native_off() -> Iterator[None]:
+    """MODELCORE_NATIVE=0 while inside: steppers made then take the Python step."""
+    switch = os.environ.get("MODELCORE_NATIVE")
+    os.environ["MODELCORE_NATIVE"] = "0"
+    try:
+        yield
+    finally:
+        if switch is None:
+            del os.environ["MODELCORE_NATIVE"]
+        else:
+            os.environ["MODELCORE_NATIVE"] = switch
 
 
 def build_marian(folder: Path) -> torch.nn.Module:
@@ -91,17 +116,8 @@ def _token(i: int) -> str:
     return {0: "</s>", 1: "<unk>"}.get(i, f"t{i}")
 
 
-def ctranslate2_engine(marian_folder: Path, threads: int) -> Engine:
-    """The Marian model converted to CTranslate2 float32, run in a process of its own that never runs torch.
-
-    CTranslate2 and torch in one process share one OpenMP runtime, and each slows the other:
-    after torch has run there, CTranslate2 gave 290-590 target tokens/s at batch 1 against
-    about 3000 in a process of its own, and after CTranslate2 has run, torch's threaded GEMMs
-    took 2x longer (all measured on this machine). So the conversion (which runs torch) happens
-    here, and a child process that only loads and translates serves the runs. It sleeps while
-    the other engines run (its threads do not spin when idle: 0.0 s of CPU in 2 s); the pipe
-    adds well under a millisecond to a run of 20 ms or more.
-    """
+def ctranslate2_convert(marian_folder: Path) -> Path:
+    """The Marian model converted to CTranslate2 (float32 weights; int8 is quantized from them at load)."""
     from ctranslate2.converters import TransformersConverter
 
     class _Vocabulary:  # a stand-in tokenizer: the converter reads only the vocabulary
@@ -116,12 +132,30 @@ def ctranslate2_engine(marian_folder: Path, threads: int) -> Engine:
 
     out = marian_folder / "ct2"
     _Converter(str(marian_folder)).convert(str(out), quantization="float32", force=True)
+    return out
+
+
+def ctranslate2_engine(model_folder: Path, threads: int, compute_type: str, said: dict[str, list[str]]) -> Engine:
+    """CTranslate2 with `compute_type` (float32, int8), run in a process of its own that never runs torch.
+
+    CTranslate2 and torch in one process share one OpenMP runtime, and each slows the other:
+    after torch has run there, CTranslate2 gave 290-590 target tokens/s at batch 1 against
+    about 3000 in a process of its own, and after CTranslate2 has run, torch's threaded GEMMs
+    took 2x longer (all measured on this machine). So the conversion (which runs torch) happens
+    here, and a child process that only loads and translates serves the runs. It sleeps while
+    the other engines run (its threads do not spin when idle: 0.0 s of CPU in 2 s); the pipe
+    adds well under a millisecond to a run of 20 ms or more. The child's verbose log (CT2_VERBOSE=1:
+    the CPU, the ISA and the backend it chose) goes into said[compute_type].
+    """
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
-    process = context.Process(target=_ctranslate2_serve, args=(theirs, str(out), threads), daemon=True)
+    process = context.Process(target=_ctranslate2_serve, args=(theirs, str(model_folder), threads, compute_type),
+                              daemon=True)
     process.start()
-    if ours.recv() != "ready":
-        raise RuntimeError("CTranslate2 could not load the converted model")
+    ready, log = ours.recv()
+    if ready != "ready":
+        raise RuntimeError(f"CTranslate2 could not load the converted model: {log}")
+    said[compute_type] = log
 
     def run(src: torch.Tensor) -> int:
         ours.send(src.tolist())
@@ -130,14 +164,18 @@ def ctranslate2_engine(marian_folder: Path, threads: int) -> Engine:
     return run
 
 
-def _ctranslate2_serve(conn: Connection, model_folder: str, threads: int) -> None:
-    """The CTranslate2 process: load, then translate each batch of token ids it is sent."""
-    import ctranslate2
+def _ctranslate2_serve(conn: Connection, model_folder: str, threads: int, compute_type: str) -> None:
+    """The CTranslate2 process: load (sending back its verbose log), then translate each batch of ids it is sent."""
+    os.environ["CT2_VERBOSE"] = "1"  # before the import: the backend lines are logged once, at load
+    with tempfile.NamedTemporaryFile(suffix=".log") as log:
+        with isa.stderr_to(log.name):
+            import ctranslate2
 
-    translator = ctranslate2.Translator(model_folder, device="cpu", compute_type="float32",
-                                        inter_threads=1, intra_threads=threads)
+            translator = ctranslate2.Translator(model_folder, device="cpu", compute_type=compute_type,
+                                                inter_threads=1, intra_threads=threads)
+        lines = Path(log.name).read_text(errors="replace").splitlines()
     n = SIZES["new_tokens"]
-    conn.send("ready")
+    conn.send(("ready", [line.split("] ", 3)[-1] for line in lines if "[info]" in line]))
     while True:
         try:
             rows = conn.recv()
@@ -202,7 +240,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=THREADS, help="intra-op threads for every engine")
     parser.add_argument("--batches", default=",".join(map(str, BATCHES)),
                         help="batch sizes to run, comma-separated (1 alone: many repeats in little time)")
+    parser.add_argument("--isa", choices=isa.CHOICES, default="auto",
+                        help="every engine's kernels: AVX2, AVX-512, or each library's own choice (auto)")
     args = parser.parse_args()
+    isa.enter(args.isa)  # runs this process again with the variables set, before anything has run
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()  # other processes on the machine skew every figure: recorded with them
     torch.manual_seed(0)
@@ -216,25 +257,31 @@ def main() -> None:
         "modelcore cached": ours(model, cache=True, capture=False),
         "modelcore uncached": ours(model, cache=False, capture=False),
         "modelcore cached + attention": ours(model, cache=True, capture=True),
+        "modelcore cached, Python step": ours(model, cache=True, capture=False, python_step=True),
     }
+    ct2_said: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.no_peers:
             marian = build_marian(Path(tmp))
             engines["HF generate cached"] = hf_generate(marian, use_cache=True)
             engines["HF generate uncached"] = hf_generate(marian, use_cache=False)
-            engines["CTranslate2 float32"] = ctranslate2_engine(Path(tmp), args.threads)
+            converted = ctranslate2_convert(Path(tmp))
+            for compute_type in ("float32", "int8"):
+                engines[f"CTranslate2 {compute_type}"] = ctranslate2_engine(converted, args.threads, compute_type,
+                                                                            ct2_said)
         generator = torch.Generator().manual_seed(1)
         results: dict[str, dict[str, float]] = {}
         times: dict[str, dict[str, list[float]]] = {}
         for batch in (int(b) for b in args.batches.split(",")):
             src = torch.randint(4, V, (batch, SIZES["src_len"]), generator=generator)  # no special ids
             results[str(batch)], times[str(batch)] = measure(engines, src, args.repeats)
-    report(results, times, args, load_before)
+    kernels = {**isa.verified(args.isa), "ctranslate2_verbose": ct2_said}
+    report(results, times, args, load_before, kernels)
 
 
 def report(
     results: dict[str, dict[str, float]], times: dict[str, dict[str, list[float]]], args: argparse.Namespace,
-    load_before: tuple[float, ...],
+    load_before: tuple[float, ...], kernels: dict[str, object],
 ) -> None:
     """Print the table, the ratios and the goals; write them as JSON."""
     ratios: dict[str, dict[str, float]] = {}
@@ -267,6 +314,7 @@ def report(
         "unit": "target tokens per second (encoder included), median; goal values: median of per-repeat ratios",
         "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpu": platform.processor()
                     or platform.machine(), "cpu_count": os.cpu_count()},
+        "kernels": kernels,  # what each engine's libraries said they ran (--isa)
         "tokens_per_s": {batch: {k: round(v, 1) for k, v in f.items()} for batch, f in results.items()},
         "ratios": {batch: {k: round(v, 3) for k, v in r.items()} for batch, r in ratios.items()},
         "goals": goals,

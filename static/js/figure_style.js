@@ -211,17 +211,46 @@ function fitAnnotations(div, layout) {
   };
 }
 
-// Plotly itself: a global the page loads. A page that loads it `async` (the live session's: its socket and its words
-// come first, the 4.8 MB library after) draws once it has run; on the others it is there already.
+// Plotly itself: a global the page loads. A page that loads it `async` (the console's: its socket and its words come
+// first, the library after) draws once it has run; one that only preloads it (a student's live session: on a phone the
+// charts sit below the fold, and running the library costs the throttled main thread a second) runs it when the first
+// chart needs it; the others have it already.
+let loading = null;
+
 export function plotlyLoaded() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
-  const script = document.querySelector("script[data-plotly]");
-  if (!script) return Promise.reject(new Error("this page loads no Plotly"));
-  return new Promise((resolve, reject) => {
+  if (loading) return loading;
+  let script = document.querySelector("script[data-plotly]");
+  if (!script) {
+    const preload = document.querySelector("link[data-plotly]");
+    if (!preload) return Promise.reject(new Error("this page loads no Plotly"));
+    script = Object.assign(document.createElement("script"), { src: preload.href, async: true });
+    script.dataset.plotly = "";
+    document.head.append(script);
+  }
+  loading = new Promise((resolve, reject) => {
     script.addEventListener("load", () => resolve(window.Plotly), { once: true });
-    script.addEventListener("error", () => reject(new Error("Plotly did not load")), { once: true });
+    script.addEventListener("error", () => { loading = null; reject(new Error("Plotly did not load")); }, { once: true });
     if (window.Plotly) resolve(window.Plotly); // it ran between the first look and the listeners
   });
+  return loading;
+}
+
+// Plotly run ahead of need: once the page has settled (what it started is on screen) and the main thread is idle, so
+// a reader who then scrolls to a chart waits for the drawing only.
+export function plotlySoon() {
+  if (window.Plotly || loading) return;
+  const idle = () => (window.requestIdleCallback
+    ? requestIdleCallback(() => plotlyLoaded().catch(() => {}), { timeout: 2000 })
+    : setTimeout(() => plotlyLoaded().catch(() => {}), 200));
+  const root = document.documentElement;
+  if (root.dataset.settled === "yes") { idle(); return; }
+  const watch = new MutationObserver(() => {
+    if (root.dataset.settled !== "yes") return;
+    watch.disconnect();
+    idle();
+  });
+  watch.observe(root, { attributes: true, attributeFilter: ["data-settled"] });
 }
 
 export function plot(element, data, layout = {}, { alt = "", config = {} } = {}) {
@@ -246,10 +275,29 @@ export function colorOf(concept) {
 
 // Every figure set under root (a .figure-set: its figures as JSON once, one .plot[data-figure] each):
 // each plot drawn once; a plot whose figure the set lacks is hidden. Experiments and lesson pages.
-// The plots in view (or about to be) are drawn at once; the others one at a time after them, each in a task of its
-// own, so a page of many charts (a demonstration's, thousands of pixels tall on a phone) shows what the reader sees
-// first and stays responsive while the rest are drawn. Returns when every plot is drawn.
-export function drawFigureSets(root) {
+// The plots in view (or about to be) are drawn at once. The others: with `lazy`, each as it scrolls near the view (a
+// live session's screen: a demonstration is thousands of pixels tall on a phone, and a late joiner reads the top
+// first); without, one at a time after them, each in a task of its own, so the page stays responsive. Returns when
+// the plots drawn now are.
+const NEAR_PX = 400;
+let nearby = null; // one IntersectionObserver for every lazy plot: div -> its figure
+const lazyFigures = new WeakMap();
+
+function drawWhenNear(div, figure) {
+  nearby ??= new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      nearby.unobserve(entry.target);
+      const waiting = lazyFigures.get(entry.target);
+      lazyFigures.delete(entry.target);
+      if (waiting && entry.target.isConnected) plot(entry.target, waiting.data, waiting.layout);
+    }
+  }, { rootMargin: `${NEAR_PX}px 0px` });
+  lazyFigures.set(div, figure);
+  nearby.observe(div);
+}
+
+export function drawFigureSets(root, { lazy = false } = {}) {
   const sets = root.matches?.(".figure-set") ? [root] : [...root.querySelectorAll(".figure-set")];
   const pending = [];
   for (const set of sets) {
@@ -266,11 +314,15 @@ export function drawFigureSets(root) {
   }
   const near = (div) => {
     const box = div.getBoundingClientRect();
-    return box.bottom > -200 && box.top < window.innerHeight + 200;
+    return box.bottom > -NEAR_PX && box.top < window.innerHeight + NEAR_PX;
   };
   const now = pending.filter(([div]) => near(div));
   const later = pending.filter(([div]) => !near(div));
   const drawn = now.map(([div, figure]) => plot(div, figure.data, figure.layout));
+  if (lazy) {
+    later.forEach(([div, figure]) => drawWhenNear(div, figure));
+    return track(Promise.all(drawn));
+  }
   const rest = later.reduce((before, [div, figure]) => before.then(() => new Promise((resolve) => {
     setTimeout(() => resolve(plot(div, figure.data, figure.layout)), 0);
   })), Promise.all(drawn));

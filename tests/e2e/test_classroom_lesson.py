@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.fixtures.browser import settled
+from tests.fixtures.browser import draw_every_figure, settled
 from tests.fixtures.demo import console_opened, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -43,7 +43,7 @@ LAYOUT_FAULTS = """(root) => {
     const legend = chart.querySelector(".legend")?.getBoundingClientRect();
     for (const title of chart.querySelectorAll(".xtitle, .ytitle")) {
       if (legend && legend.width && meets(title.getBoundingClientRect(), legend)) {
-        faults.push(`axis title over the legend: ${title.textContent}`);
+        faults.push(`axis title over the legend in ${chart.dataset.figure || chart.id}: ${title.textContent}`);
       }
     }
   }
@@ -108,8 +108,7 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     wait_text(teacher, "plan-next", f"Step 2 of 6: run the demonstration of “Try it on the real model” on {SENTENCE}")
     teacher.get_by_test_id("plan-do").click()  # 2: its demonstration, once for the class
     for page in (teacher, ann):
-        page.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=60_000)
-        settled(page)
+        draw_every_figure(page, "[data-testid=class-demo-result]", timeout=60_000)
     assert computed in ann.get_by_test_id("class-demo-result").inner_text()
     assert ann.evaluate("document.documentElement.scrollWidth") <= 360  # nothing wider than the phone
     # The query tokens: the console's pick runs it again for every screen; a student's are the console's to choose.
@@ -123,7 +122,7 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     sign_in(bob, asgi_server, "student2")
     bob.goto(f"{asgi_server}/classroom/{code}/")
     bob.wait_for_selector("[data-testid=lesson-part] h2#layers")
-    bob.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
+    draw_every_figure(bob, "[data-testid=class-demo-result]")
     assert "Computed just now" in bob.get_by_test_id("class-demo-result").inner_text()
 
     wait_text(teacher, "plan-note", "Let them argue")
@@ -187,8 +186,7 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     assert teacher.get_by_test_id("reveal-why").is_hidden()
     teacher.get_by_test_id("reveal").click()
     for page in (ann, bob):
-        page.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
-        settled(page)
+        draw_every_figure(page, "[data-testid=class-demo-result]")
     run = ExperimentRun.objects.get(kind="sweep", params__switch="mask")  # 4 seeds of each arm: their verdict
     with translation.override("zh-hans"):
         told_zh = verdict_sentence(run.result["verdict"])
@@ -202,7 +200,7 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
 
     # A student who reloads after the reveal gets the room as it is: the measured result, their own answer's result.
     ann.reload()
-    ann.wait_for_selector("[data-testid=class-demo-result] .js-plotly-plot", timeout=30_000)
+    draw_every_figure(ann, "[data-testid=class-demo-result]")
     assert told_zh in ann.get_by_test_id("question-result").inner_text()
     assert ann.get_by_test_id("class-lesson").locator("#cr-demo-status").inner_text().strip() != ""
     settled(ann)
@@ -214,6 +212,5 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     assert ann.eval_on_selector(result, LAYOUT_FAULTS) == []
     bob.set_viewport_size({"width": 360, "height": 780})
     bob.reload()
-    bob.wait_for_selector(f"{result} .js-plotly-plot", timeout=30_000)
-    settled(bob)
+    draw_every_figure(bob, result)
     assert bob.eval_on_selector(result, LAYOUT_FAULTS) == []

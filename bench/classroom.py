@@ -48,6 +48,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from stream import (  # noqa: E402
+    SERVERS,
+    cpu_model,
     free_port,
     logs_kept,
     percentile,
@@ -57,6 +59,7 @@ from stream import (  # noqa: E402
     stop,
     wait_http,
     wait_worker,
+    web_command,
 )
 
 SOURCE = "昨天我在花园里画了三条大鱼。"
@@ -197,13 +200,6 @@ async def connect(port: int, path: str, session_key: str) -> Any:
 
 def send(client: Any, frame: dict[str, Any]) -> None:
     client.sendMessage(json.dumps(frame).encode())
-
-
-def cpu_model() -> str:
-    """The CPU's model name and whether it has AVX-512 (/proc/cpuinfo)."""
-    info = Path("/proc/cpuinfo").read_text()
-    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    return f"{name} ({'AVX-512' if ' avx512f' in info else 'no AVX-512'})"
 
 
 def cpu_s(pid: int) -> float:
@@ -392,7 +388,8 @@ def count_demonstrations() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sockets", type=int, default=200)
-    parser.add_argument("--webs", type=int, default=1, help="daphne processes; students are spread over them")
+    parser.add_argument("--webs", type=int, default=1, help="web processes; students are spread over them")
+    parser.add_argument("--server", choices=SERVERS, default="daphne", help="the web processes' ASGI server")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--pace-ms", type=int, default=250, help="the console's default pace")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "classroom.json")
@@ -428,12 +425,8 @@ def main() -> int:
         prepared = json.loads(subprocess.run([sys.executable, __file__, "--prepare", str(args.sockets)], env=env,
                                              check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         for i, port in enumerate(ports):
-            where = (["-e", f"tcp:port={port}:interface=127.0.0.1:backlog={args.backlog}"] if args.backlog
-                     else ["-b", "127.0.0.1", "-p", str(port)])
-            if args.connect_timeout:
-                where += ["--websocket_connect_timeout", str(args.connect_timeout)]
-            procs.append(start([str(BIN / "python"), "-m", "webapp.server", *where, "webapp.asgi:application"], env,
-                               data_dir / f"daphne-{i}.log"))
+            procs.append(start(web_command(args.server, port, args.backlog, args.connect_timeout), env,
+                               data_dir / f"web-{i}.log"))
         procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
                             "--concurrency", "4", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
                            env, data_dir / "worker.log"))
@@ -464,7 +457,7 @@ def main() -> int:
         shutil.rmtree(data_dir, ignore_errors=True)
     result = {
         **figures,
-        "settings": {"webs": args.webs, "tokens": args.tokens, "pace_ms": args.pace_ms, "strategy": "greedy",
+        "settings": {"server": args.server, "webs": args.webs, "tokens": args.tokens, "pace_ms": args.pace_ms, "strategy": "greedy",
                      "lesson": args.lesson, "storm": args.storm, "backlog": args.backlog or "webapp.server's",
                      "connect_timeout_s": args.connect_timeout or "webapp.server's",
                      "views": "console default (attention rows included)"},

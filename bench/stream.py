@@ -68,6 +68,13 @@ def summary(values: list[float]) -> dict[str, float]:
 # -- the stack -------------------------------------------------------------------------------------
 
 
+def cpu_model() -> str:
+    """The CPU's model name and whether it has AVX-512 (/proc/cpuinfo)."""
+    info = Path("/proc/cpuinfo").read_text()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    return f"{name} ({'AVX-512' if ' avx512f' in info else 'no AVX-512'})"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -135,6 +142,24 @@ def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[b
                             start_new_session=True)
 
 
+SERVERS = ("daphne", "uvicorn")
+
+
+def web_command(server: str, port: int, backlog: int | None = None, connect_timeout: float | None = None) -> list[str]:
+    """The web process: daphne through webapp.server, as make run starts it, or uvicorn (uvloop, httptools,
+    websockets) for comparison, the app's own bounds on a socket's queue and unsent bytes left out (they are
+    daphne's). Same app, same address, same backlog."""
+    if server == "uvicorn":
+        return [str(BIN / "python"), "-m", "uvicorn", "webapp.asgi:application", "--host", "127.0.0.1",
+                "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--ws", "websockets",
+                "--backlog", str(backlog or 1024), "--lifespan", "off", "--no-access-log", "--log-level", "warning"]
+    where = (["-e", f"tcp:port={port}:interface=127.0.0.1:backlog={backlog}"] if backlog
+             else ["-b", "127.0.0.1", "-p", str(port)])
+    if connect_timeout:
+        where += ["--websocket_connect_timeout", str(connect_timeout)]
+    return [str(BIN / "python"), "-m", "webapp.server", *where, "webapp.asgi:application"]
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -165,7 +190,7 @@ def wait_http(port: int, timeout: float = 60) -> None:
                 return
         except OSError:
             time.sleep(0.1)
-    raise RuntimeError("daphne did not start")
+    raise RuntimeError("the web process did not start")
 
 
 # -- the clients -----------------------------------------------------------------------------------
@@ -360,6 +385,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--sequential", type=int, default=20, help="requests of the single client")
     parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--server", choices=SERVERS, default="daphne", help="the web process's ASGI server")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "stream.json")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
@@ -386,15 +412,14 @@ def main() -> int:
         prepared = subprocess.run([sys.executable, __file__, "--prepare"], env=env, check=True, capture_output=True,
                                   text=True)
         session_key, model, page_request = json.loads(prepared.stdout.strip().splitlines()[-1])
-        procs.append(start([str(BIN / "python"), "-m", "webapp.server", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
-                           env, data_dir / "daphne.log"))
+        procs.append(start(web_command(args.server, port), env, data_dir / "web.log"))
         procs.append(start([str(BIN / "celery"), "-A", "webapp", "worker", "-Q", "interactive", "--pool", "threads",
                             "--concurrency", "4", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
                            env, data_dir / "worker.log"))
         wait_http(port)
         wait_worker(env["REDIS_URL"])
         load_before = os.getloadavg()
-        pids = {"web (daphne)": procs[0].pid, "worker": procs[1].pid, "clients (this process)": os.getpid()}
+        pids = {f"web ({args.server})": procs[0].pid, "worker": procs[1].pid, "clients (this process)": os.getpid()}
         figures = asyncio.run(run_clients(port, session_key, model, page_request, args, pids))
         load_after = os.getloadavg()
     finally:
@@ -403,7 +428,8 @@ def main() -> int:
         redis.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
     result = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+        "server": args.server,
+        "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},
         "model": model, "tokens_per_request": args.tokens, "worker": "celery threads pool x4, 1 torch thread",

@@ -18,6 +18,8 @@ last-bit differences until, by step 300, curves that started equal no longer are
 from __future__ import annotations
 
 import math
+import os
+import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -439,7 +441,7 @@ def sweep_arms(
 ) -> dict[str, Any]:
     """Each arm trained with every seed, the arm's seeds stacked; then the verdict over the final losses.
 
-    Returns {"seeds", "steps", "arms": [train_stacked's result + "final_losses"], "verdict"}: the verdict is
+    Returns {"seeds", "steps", "arms": [train_stacked's result + "final_losses"], "verdict", "machine"}: the verdict is
     modelcore.experiments.verdict.verdict(...).to_dict() over the seeds every arm completed (None when some arm
     has none, or a run was stopped). on_progress receives {"progress": 0..1, "arm", "step", "steps", "loss" (the
     mean over the arm's running seeds)}.
@@ -459,7 +461,23 @@ def sweep_arms(
         results.append(result)
         if any(run["status"] == "stopped" for run in result["runs"]):
             break
-    return _judged(chosen, arms[0].config.steps, results, complete=len(results) == len(arms))
+    return {**_judged(chosen, arms[0].config.steps, results, complete=len(results) == len(arms)),
+            "machine": machine()}
+
+
+def machine() -> str:
+    """What computed a result, as its notes quote it: "AMD EPYC, 2 cores, torch 2.13.0+cpu, 1 thread". The same
+    settings give the same curves on the same machine; another CPU's (or torch's) arithmetic can end them a little
+    differently."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    threads = torch.get_num_threads()
+    return (f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, "
+            f"{threads} thread{'s' if threads != 1 else ''}")
 
 
 def _judged(seeds: list[int], steps: int, results: list[dict[str, Any]], *, complete: bool) -> dict[str, Any]:
@@ -492,5 +510,7 @@ def merge_sweeps(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
                      "final_losses": [f for each in mine for f in each["final_losses"]],
                      "seconds": round(sum(each["seconds"] for each in mine), 2)})
     seeds = [s for part in parts for s in part["seeds"]]
+    machines = list(dict.fromkeys(part["machine"] for part in parts if part.get("machine")))
     return {**{k: v for k, v in first.items() if k not in ("seeds", "arms", "verdict")},
-            **_judged(seeds, first["steps"], arms, complete=all(len(part["arms"]) == n_arms for part in parts))}
+            **_judged(seeds, first["steps"], arms, complete=all(len(part["arms"]) == n_arms for part in parts)),
+            **({"machine": " + ".join(machines)} if machines else {})}

@@ -84,8 +84,8 @@ def reveal_public(question: Question, known: tuple[Any, Any] | None = None) -> d
         reveal["explanation"] = explained[1]
     if measured is not None:  # kept: measured before the question (the screens say so), not for it
         reveal["experiment"] = {**comparisons.experiment_revealed(question), "kept": measured["kept"],
-                                "finals": measured["finals"], **({"verdict": measured["verdict"]}
-                                                                 if measured.get("verdict") else {})}
+                                "finals": measured["finals"],
+                                **{k: measured[k] for k in ("verdict", "machine") if measured.get(k)}}
     return reveal
 
 

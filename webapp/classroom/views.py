@@ -348,6 +348,9 @@ def _strings() -> dict[str, Any]:
         "experiment_waiting": _("The experiment is training on a worker. Predict its outcome: its curves come with the reveal."),
         "experiment_result": _("The experiment's result: each arm's training loss, measured just now on a worker."),
         "replayed": _("Its loss curves are replayed step by step."),
+        "experiment_kept_on": _("The experiment's result: each seed's training loss, measured before this question on "
+                                "{machine} and kept (the same settings give the same curves on that machine; another "
+                                "machine's arithmetic can end them a little differently)."),
         "experiment_kept": _("The experiment's result: each arm's training loss, measured on a worker before this "
                              "question and kept (the same settings give the same curves on that machine; another "
                              "machine's arithmetic can end them a little differently)."),

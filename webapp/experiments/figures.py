@@ -403,7 +403,8 @@ def run_figures(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
 
 def result_context(kind: str, result: dict[str, Any]) -> dict[str, Any]:
     """What the result fragment (experiments/partials/result.html) shows of a finished run: its figures, the layers
-    a heatmap leaves blank, a sweep's verdict in a sentence."""
+    a heatmap leaves blank, a sweep's verdict in a sentence and the machine that computed it."""
     return {"figures": run_figures(kind, result),
             "zeros": zero_layers(result) if kind in ("compare", "norms") else [],
-            "verdict": verdict_sentence(result.get("verdict")) if kind == "sweep" else ""}
+            "verdict": verdict_sentence(result.get("verdict")) if kind == "sweep" else "",
+            "machine": result.get("machine", "")}

@@ -1,4 +1,5 @@
-"""Which results each experiment page shows, and the shipped copies of them (computed by experiments_defaults)."""
+"""Which results each experiment page shows, every comparison's sweep of seeds, and the shipped copies of them
+(computed by experiments_defaults)."""
 from __future__ import annotations
 
 import json
@@ -47,6 +48,28 @@ PAGES: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
                             "warmup_steps": 50}),
     },
 }
+
+
+# Every training comparison as a sweep: each seed trained alone-equal, the verdict over them (modelcore's
+# comparisons and verdict). SHIPPED_SEEDS seeds ship with the app (defaults/lesson-sweeps.json, defaults/sweeps.json),
+# read instead of trained wherever a class predicts one (webapp/classroom/steps/comparisons.py).
+SHIPPED_SEEDS = 16
+# The lesson's comparisons' settings (modelcore.experiments.comparisons.LESSON_BASE, written out: no torch here).
+LESSON = {"task": "copy", "n_train": 2000, "layers": 2, "d_model": 32, "n_heads": 2, "d_ff": 128,
+          "norm_position": "pre", "steps": 300, "batch_size": 32, "lr": 3e-3, "eval_size": 100}
+_SWEEP_BASES = {"mask": LESSON, "ffn": LESSON, "norm_position": PROBE, "warmup": {**PROBE, "norm_position": "post"},
+                "residual": {**PROBE, "norm_position": "pre"}, "depth": {**PROBE, "norm_position": "pre"}}
+
+
+def sweep_preset(comparison: str, seeds: int) -> dict[str, Any]:
+    """The `sweep` run of a comparison (modelcore.experiments.comparisons.COMPARISONS) with this many seeds: the
+    lesson's settings, or the probe of the experiments pages' comparison of the same switch."""
+    return {**_SWEEP_BASES[comparison], "switch": comparison, "seeds": seeds}
+
+
+PAGES["lesson-sweeps"] = {name: ("sweep", sweep_preset(name, SHIPPED_SEEDS)) for name in ("mask", "ffn")}
+PAGES["sweeps"] = {name: ("sweep", sweep_preset(name, SHIPPED_SEEDS))
+                   for name in ("norm_position", "warmup", "residual", "depth")}
 
 
 def defaults_path(page: str) -> Path:

@@ -131,7 +131,7 @@ def test_a_sweep_trains_the_lessons_comparisons_with_their_arms_and_loop():
     assert [arm["label"] for arm in result["arms"]] == ["causal mask", "no mask"]
     assert [arm["causal"] for arm in result["arms"]] == [True, False]
     assert result["arms"][1]["runs"][2]["loss"] == _lone_losses(_short(comparison_arms("mask")[1], 2), 2)
-    assert result["verdict"]["seeds"] == 4
+    assert result["verdict"]["seeds"] == 4 and ", torch 2." in result["machine"]  # what computed it
 
 
 def test_a_sweep_split_into_parts_merges_into_the_sweep_trained_at_once():

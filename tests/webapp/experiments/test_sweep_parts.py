@@ -90,3 +90,16 @@ def test_two_experiments_workers_share_a_sweep_s_parts(student, start_worker, em
     logs = [worker.log.read_text() for worker in workers]
     ran = [("webapp.experiments.run[" in log, "webapp.experiments.sweep_part[" in log) for log in logs]
     assert sorted(ran) == [(False, True), (True, False)], ran  # the run on one worker, its other part on the other
+
+
+def test_every_comparison_has_a_sweep_with_its_page_s_settings():
+    from modelcore.experiments.comparisons import COMPARISONS, LESSON_BASE
+    from webapp.experiments.pages import PAGES, sweep_preset
+
+    lesson = canonical_params("sweep", sweep_preset("mask", 16))
+    assert {k: lesson[k] for k in LESSON_BASE.to_dict()} == LESSON_BASE.to_dict() | {"betas": [0.9, 0.98]}
+    warmup = canonical_params("sweep", sweep_preset("warmup", 16))
+    single = canonical_params(*PAGES["norm-position"]["compare_warmup"])
+    assert {k: v for k, v in warmup.items() if k != "seeds"} == single  # the page's run, over 16 seeds
+    shipped = {**PAGES["lesson-sweeps"], **PAGES["sweeps"]}
+    assert sorted(shipped) == sorted(COMPARISONS) and {p["seeds"] for _, p in shipped.values()} == {16}

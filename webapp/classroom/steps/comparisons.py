@@ -11,22 +11,19 @@ from typing import Any
 
 from django.urls import reverse
 
-from modelcore.experiments.comparisons import LESSON_BASE
 from modelcore.experiments.spec import SWEEP_SEEDS
 from modelcore.experiments.verdict import MIN_SHARE, NO_RELIABLE_DIFFERENCE
 from webapp.classroom import questions, wording
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LiveSession, Question
 from webapp.experiments.models import ExperimentRun
-from webapp.experiments.pages import PAGES as EXPERIMENT_PAGES
+from webapp.experiments.pages import SHIPPED_SEEDS, sweep_preset
 from webapp.experiments.services import QuotaExceeded, experiment_result, experiment_run_request
 from webapp.lesson.content import PREDICTIONS
 from webapp.lesson.models import TrainingRun
-from webapp.lesson.services import TRAIN_KINDS
 
 FIELDS = ("kind", "lang", "seeds")  # `lang`: what consoles sent before each screen had its own (accepted, unused)
 CLASS_SEEDS = 8  # seeds a class's sweep trains unless the console names another count (SWEEP_SEEDS)
-KEPT_SEEDS = 16  # a kept result with this many seeds (the shipped ones have it) is read instead of training 8
 
 
 def predicted_now(model: type, run_id: int) -> bool:
@@ -52,21 +49,20 @@ def comparison_checked(fields: dict[str, Any]) -> str:
     return kind
 
 
+BY_KIND = {"mask": "mask", "ffn": "ffn", "norm-position": "norm_position", "warmup": "warmup",
+           "residual": "residual"}  # a class kind: its comparison (modelcore.experiments.comparisons)
+
+
 def sweep_params(kind: str, seeds: int) -> dict[str, Any]:
-    """The `sweep` run of a class comparison with this many seeds: the lesson's settings (modelcore's LESSON_BASE)
-    or its experiments page's preset."""
-    if kind in TRAIN_KINDS:
-        base = {k: v for k, v in LESSON_BASE.to_dict().items() if k != "betas"}
-        return {**base, "switch": kind, "seeds": seeds}
-    page, preset, _ = wording.COMPARISONS[kind]
-    return {**EXPERIMENT_PAGES[page][preset][1], "seeds": seeds}
+    """The `sweep` run of a class comparison with this many seeds (webapp.experiments.pages.sweep_preset)."""
+    return sweep_preset(BY_KIND[kind], seeds)
 
 
 def _class_sweep(*, user: Any, kind: str, seeds: int | None) -> ExperimentRun:
     """The sweep a class predicts: with the seeds the console named, else a kept 16-seed result when there is one,
     else 8 seeds trained now (quota permitting)."""
-    if seeds is None and experiment_result(kind="sweep", params=sweep_params(kind, KEPT_SEEDS)) is not None:
-        seeds = KEPT_SEEDS
+    if seeds is None and experiment_result(kind="sweep", params=sweep_params(kind, SHIPPED_SEEDS)) is not None:
+        seeds = SHIPPED_SEEDS
     try:
         return experiment_run_request(user=user, kind="sweep", params=sweep_params(kind, seeds or CLASS_SEEDS)).run
     except QuotaExceeded as refusal:
@@ -88,8 +84,7 @@ def experiment_ask(*, session: LiveSession, user: Any, frame: dict[str, Any]) ->
     return question
 
 
-# A run's switch: its class kind.
-BY_SWITCH = {"norm_position": "norm-position", "warmup": "warmup", "residual": "residual", "mask": "mask", "ffn": "ffn"}
+BY_SWITCH = {comparison: kind for kind, comparison in BY_KIND.items()}  # a run's switch: its class kind
 
 
 def _predicted(question: Question) -> tuple[str, Any] | None:
@@ -152,8 +147,8 @@ def _final(arm: dict[str, Any]) -> float:
 def experiment_answer(question: Question) -> dict[str, Any] | None:
     """For a question that predicts a comparison: `answer`, the option the result supports; `finals`, each arm's
     option with its last training loss (a sweep's: the mean over the seeds; None: it diverged); `verdict`, a sweep's
-    verdict (modelcore.experiments.verdict's, as its run stored it); `kept`, whether the result was measured before
-    the question (not for it). ClassroomError `not_finished` while it trains; None for any other question."""
+    verdict (modelcore.experiments.verdict's, as its run stored it) and `machine`, what computed it; `kept`, whether
+    the result was measured before the question (not for it). ClassroomError `not_finished` while it trains; None for any other question."""
     if question.training_run_id is None and question.experiment_run_id is None:
         return None
     kind, run = _predicted(question)
@@ -180,7 +175,8 @@ def _sweep_answer(question: Question, run: ExperimentRun, labels: list[str]) -> 
     finals = [{"option": option, "loss": round(means[label], 4) if label in means else None}
               for option, label in zip(question.options, labels, strict=False)]
     option = question.options[labels.index(answer)] if answer in labels else NO_RELIABLE_DIFFERENCE
-    return {"answer": option, "finals": finals, "verdict": verdict, "kept": _kept(run, question)}
+    return {"answer": option, "finals": finals, "verdict": verdict, "kept": _kept(run, question),
+            "machine": run.result.get("machine")}
 
 
 def _without_verdict(arms: list[dict[str, Any]]) -> str:

@@ -1,6 +1,6 @@
 """The door: every HTTP request and WebSocket handshake spends from token buckets in the event loop, before Django's
 session, the user, a thread or the database is touched; past its budget it is refused there (HTTP 429 with
-Retry-After; a socket's handshake refused), after a short wait that slows a client looping on refusals.
+Retry-After; a socket's handshake refused), after a wait that slows a client looping on refusals.
 
 Refusing in the view cost the web process a whole request per refusal (a thread, the session and the user from the
 database, a template): 200 connections re-posting a demonstration kept it at 100 % CPU though nearly all were
@@ -190,12 +190,12 @@ class Door:
 
     async def refuse(self, scope: dict[str, Any], receive: Any, send: Any, address: str, wait: float,
                      known: bool) -> None:
-        """Answer after min(wait, DOOR_REFUSAL_WAIT_MS) (a loop of refusals then runs at most that fast), at once
-        past DOOR_HELD_PER_ADDRESS refusals already waiting for this address."""
+        """Answer after DOOR_REFUSAL_WAIT_MS (a loop of refusals then runs no faster than one a wait, whenever the
+        bucket's next token comes), at once past DOOR_HELD_PER_ADDRESS refusals already waiting for this address."""
         if self.held[address] < settings.DOOR_HELD_PER_ADDRESS:
             self.held[address] += 1
             try:
-                await asyncio.sleep(min(wait, self.refusal_wait))
+                await asyncio.sleep(self.refusal_wait)
             finally:
                 self.held[address] -= 1
                 if not self.held[address]:

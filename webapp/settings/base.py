@@ -198,7 +198,7 @@ SOCKET_SEND_PROCESS_BYTES = env_int("SOCKET_SEND_PROCESS_BYTES", 32 * 1024 * 102
 SOCKETS_PER_USER = env_int("SOCKETS_PER_USER", 8, minimum=1)
 SOCKET_RESYNC_EVERY_MS = env_int("SOCKET_RESYNC_EVERY_MS", 2000, minimum=0)
 # The door (webapp/live/door.py, docs/deploy.md): what HTTP requests and socket handshakes may cost, counted in the
-# event loop before Django sees them; past a budget, 429 (or the handshake refused) after at most
+# event loop before Django sees them; past a budget, 429 (or the handshake refused) after
 # DOOR_REFUSAL_WAIT_MS. Per signed-in session (tight), per client address (generous: a class behind one NAT).
 DOOR_LIMITS = env_bool("DOOR_LIMITS", True)
 DOOR_SESSION_PER_MINUTE = env_int("DOOR_SESSION_PER_MINUTE", 300, minimum=1)

@@ -9,7 +9,9 @@ on held-out sentences) turns them into the probability that the output is good, 
 and warns below the fitted threshold. Without one, the confidence is the geometric mean of the token
 probabilities, and the threshold 0.5 is a guess (the calibration file says which).
 
-Warnings (codes, in this order): `low_confidence` (the confidence is below the threshold), `repetition`
+Warnings (codes, in this order): `low_confidence` (the confidence is below the threshold: the calibration's, or,
+where the source-word check runs and its rule was fitted with this calibration, the rule's, which depends on
+whether the check finds a word missing), `repetition`
 (the output ran to the length limit, or repeats itself: one token three times in a row, or a group of
 two to four tokens twice in a row), `unknown_words` (the source holds words never seen in training), then the
 source-word check's `dropped_words` and `negation_lost` (modelcore.decoding.coverage: a Chinese source's word or
@@ -152,7 +154,7 @@ class Judgement:
     warnings: list[str]
     unknown_words: list[str]
     features: dict[str, float]
-    threshold: float = DEFAULT_THRESHOLD  # low_confidence below this
+    threshold: float = DEFAULT_THRESHOLD  # low_confidence below this (the calibration's, or the check's rule's)
     calibrated: bool = False  # the confidence comes from a calibration fitted for these weights
     coverage: list[dict[str, Any]] | None = None  # each checked source word (coverage.WordCheck); None: not checked
 
@@ -194,17 +196,22 @@ class Judge:
         # A calibration weighing a feature this output lacks (no source text given) says nothing of it.
         calibration = self.calibration if self.calibration.applies_to(features) else Calibration()
         confidence = calibration.confidence(features)
-        warnings = [code for code, on in zip(
-            WARNINGS, (confidence < calibration.threshold, looped, bool(unknown)), strict=True) if on]
-        coverage = None
+        threshold = calibration.threshold
+        checked = None
         from modelcore.decoding import coverage as word_check
 
         if word_check.applies(source, text):
             assert source is not None and text is not None
             checked = word_check.check(source, text, rule=self.coverage_rule)
-            coverage = checked.to_list()
+            joint = checked.confidence_threshold()
+            if calibration.fitted and joint is not None:  # fitted with the check's rule, for this calibration
+                threshold = joint
+        warnings = [code for code, on in zip(
+            WARNINGS, (confidence < threshold, looped, bool(unknown)), strict=True) if on]
+        if checked is not None:
             warnings += checked.warnings()
-        return Judgement(confidence, warnings, unknown, features, calibration.threshold, calibration.fitted, coverage)
+        return Judgement(confidence, warnings, unknown, features, threshold, calibration.fitted,
+                         None if checked is None else checked.to_list())
 
 
 _judges: dict[tuple[str, str], Judge] = {}
@@ -222,5 +229,5 @@ def judge_for(*, folder: str | Path, checkpoint_hash: str, metrics: Mapping[str,
             side = training_side(metrics)
             _judges[key] = Judge(read_calibration(folder, checkpoint_hash),
                                  None if side is None else side.words, None if side is None else side.index,
-                                 read_rule(folder))
+                                 read_rule(folder, checkpoint_hash=checkpoint_hash))
         return _judges[key]

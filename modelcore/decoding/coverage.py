@@ -20,8 +20,9 @@ A model's probability says how sure it is, not whether it kept the sentence's wo
 
 The warning a done event gets: `negation_lost` when a negation is not covered, `dropped_words` when a name is
 missing (always) or when at least `Rule.min_missing` content words are (single characters count only with
-`Rule.single_characters`): the rule's thresholds are fitted on validation sentences
-(scripts/coverage_figures.py, written to the model's coverage.json).
+`Rule.single_characters`). The rule also holds the confidence below which `low_confidence` comes, one for an
+output whose every word is covered and one for an output missing some: the thresholds are fitted together on
+validation sentences (scripts/coverage_figures.py, written to the model's coverage.json).
 
 Torch-free, Django-free: the worker checks every output at the end of a decode (well under a millisecond once
 the dictionary is loaded, about half a second once per process; bench/coverage.py).
@@ -55,6 +56,8 @@ LEXICALISED = frozenset({
     "没什么", "没事", "没错", "不要紧", "不得了", "了不起", "差不多", "对不起", "不见得",
 })
 _NEGATION_PREFIXES = ("没有", "不", "没")
+QUESTION_TAGS = frozenset({"没有", "没"})  # closing a question (你记住了没有？) they ask, they do not negate
+DATE_UNITS = frozenset("年月日号")  # after a number (1979年) the number says them
 # Grammar, degree, place and measure words: their English is too free to check ("在" is at/in/is/-ing).
 FUNCTION_WORDS = frozenset(
     "的 地 得 了 着 过 吗 呢 吧 啊 呀 嘛 哦 啦 很 也 都 就 还 又 才 再 是 在 和 跟 与 及 或 把 被 给 让 叫 对 从 "
@@ -64,7 +67,7 @@ FUNCTION_WORDS = frozenset(
     "什么 为什么 谁 哪儿 哪里 这儿 那儿 这里 那里 里 上 下 中 内 外 前 后 边 面 头 之 所 以 其 该 此 某 每 各 "
     "只 条 本 张 件 位 杯 碗 瓶 辆 块 次 双 把 支 节 口 家 种 些 座 台 层 岁 点 分 号 年 月 日 天 "
     "呢 么 嗯 哈 喂 呃 等 等等 来 去 做 弄 搞 使 令 像 跟着 着呢 儿 子 极了 既 曾 先 将 起来 下来 出来 上来 来说 "
-    "好 人 封 顶 笔 首 份 棵 朵 匹 头 间 部 篇 句 场 顿 遍 趟 阵 片 颗 粒 盒 包 箱 袋 斤 元 毛 第 们".split()
+    "好 人 封 顶 笔 首 份 棵 朵 匹 头 间 部 篇 句 场 顿 遍 趟 阵 片 颗 粒 盒 包 箱 袋 斤 元 毛 第 们 十分 甚么 甚".split()
 ) - {"家", "年", "月", "天", "做", "日"}  # these carry meaning; they are checked
 # Pronouns, which the dictionary glosses loosely: what each may be in English.
 PRONOUNS: Mapping[str, tuple[str, ...]] = {
@@ -176,7 +179,7 @@ _REMARKS = frozenset({"informal", "literary", "coll", "dialect", "slang", "forma
                       "taiwan", "mainland", "cantonese", "buddhism", "chemistry", "medicine", "math", "physics"})
 # In a sense of several words these only qualify the word that matters ("older brother" said as "brother").
 _QUALIFIERS = frozenset({"older", "younger", "elder", "little", "big", "small", "young", "old", "paternal",
-                         "maternal", "general", "language"})
+                         "maternal", "general", "language", "early", "several"})
 _ENGLISH_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
@@ -332,15 +335,22 @@ def dictionary() -> dict[str, Entry]:
 
 @dataclass(frozen=True)
 class Rule:
-    """When missing words become a warning (fitted on validation sentences; docs/models.md)."""
+    """When missing words become a warning, and below which confidence `low_confidence` comes beside the check
+    (fitted together on validation sentences; docs/models.md)."""
 
     min_missing: int = 1  # content words missing before `dropped_words` (a missing name always warns)
     single_characters: bool = True  # whether a missing one-character content word counts toward it
     min_characters: int = 0  # or: this many characters of missing content words (火车站: 3); 0: not used
+    # The confidence thresholds fitted with the rule, for the calibration of the same weights: one for an output
+    # whose every checked word is covered, one for an output missing some (too few to warn by themselves).
+    # None: the calibration's own threshold.
+    confidence_all_covered: float | None = None
+    confidence_some_missing: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"min_missing": self.min_missing, "single_characters": self.single_characters,
-                "min_characters": self.min_characters}
+                "min_characters": self.min_characters, "confidence_all_covered": self.confidence_all_covered,
+                "confidence_some_missing": self.confidence_some_missing}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Rule:
@@ -348,7 +358,15 @@ class Rule:
         if min_missing < 1 or min_characters < 0:
             raise ValueError(f"coverage rule: min_missing {min_missing} is below 1 or min_characters "
                              f"{min_characters} below 0")
-        return cls(min_missing, bool(data.get("single_characters", True)), min_characters)
+        thresholds = [None if data.get(key) is None else float(data[key])
+                      for key in ("confidence_all_covered", "confidence_some_missing")]
+        if any(t is not None and not 0.0 <= t <= 1.0 for t in thresholds):
+            raise ValueError(f"coverage rule: confidence thresholds {thresholds} are not in 0..1")
+        return cls(min_missing, bool(data.get("single_characters", True)), min_characters, *thresholds)
+
+    def without_confidence(self) -> Rule:
+        """The word-count rule alone: for weights or a calibration the thresholds were not fitted with."""
+        return Rule(self.min_missing, self.single_characters, self.min_characters)
 
 
 @dataclass(frozen=True)
@@ -401,6 +419,10 @@ class Coverage:
             (self.rule.min_characters > 0 and sum(len(w.word) for w in content) >= self.rule.min_characters)
         return [code for code, on in zip(WARNINGS, (dropped, self.negation_lost), strict=True) if on]
 
+    def confidence_threshold(self) -> float | None:
+        """Below which confidence this output gets `low_confidence`, by the rule; None: the calibration's."""
+        return self.rule.confidence_some_missing if self.missing else self.rule.confidence_all_covered
+
     def to_list(self) -> list[dict[str, Any]]:
         return [w.to_dict() for w in self.words]
 
@@ -438,6 +460,8 @@ def _senses(word: str, entries: Mapping[str, Entry]) -> list[tuple[str, ...]]:
         senses.extend(s for s in entry.senses if s not in senses)
         if entry.name and entry.pinyin and (entry.pinyin,) not in senses:
             senses.append((entry.pinyin,))
+    if word.endswith("儿") and len(word) > 1 and word[:-1] in entries:  # 猫儿 is 猫 (cat), not only "kitten"
+        senses.extend(s for s in entries[word[:-1]].senses if s not in senses)
     return [s for s in senses if s]
 
 
@@ -459,7 +483,7 @@ def _find(sense: tuple[str, ...], output: Mapping[str, str], tokens: Sequence[st
 
 def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
     """Check an English `output` against its Chinese `source`, word by word."""
-    from modelcore.decoding.words import _is_word, _segmenter
+    from modelcore.decoding.words import _segmenter
 
     entries = dictionary()
     known = _jieba_tags()
@@ -470,7 +494,7 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
             output_keys.setdefault(key, token)
     has_negation = any(is_negation(t) for t in tokens)
     words: list[tuple[str, str, list[tuple[str, ...]]]] = []  # (word, kind, senses)
-    cut = [w for w in _segmenter().lcut(source, HMM=True) if _is_word(w)]
+    cut = _checked_words(_segmenter().lcut(source, HMM=True))
     for jieba_word in cut:
         if len(jieba_word) > 1 and jieba_word not in known and jieba_word not in entries and \
                 not jieba_word.startswith(_NEGATION_PREFIXES):
@@ -525,6 +549,20 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
     return Coverage(tuple(checks), rule or Rule())
 
 
+def _checked_words(raw: Sequence[str]) -> list[str]:
+    """jieba's cut less punctuation, a date's unit after its number (1979年: the number says it) and a question's
+    closing tag (你记住了没有？: a question, not a negation)."""
+    from modelcore.decoding.words import _is_word
+
+    words = []
+    for i, word in enumerate(raw):
+        after_number = word in DATE_UNITS and i > 0 and raw[i - 1].isdigit()
+        question_tag = word in QUESTION_TAGS and 0 < i < len(raw) - 1 and raw[i + 1] in ("？", "?")
+        if _is_word(word) and not after_number and not question_tag:
+            words.append(word)
+    return words
+
+
 def _prefixed_opposite(senses: Iterable[tuple[str, ...]], tokens: Sequence[str]) -> str | None:
     """An output word un-/in-/dis- + a one-word sense: the word said with its negation (不舒服 uncomfortable) is
     checked at the negation; the word itself is said."""
@@ -543,9 +581,12 @@ def applies(source: str | None, output: str | None) -> bool:
     return bool(source and output is not None and _CJK.search(source) and not _CJK.search(output))
 
 
-def read_rule(folder: str | Path) -> Rule:
-    """The folder's fitted rule (coverage.json's `rule`); the default when there is none."""
+def read_rule(folder: str | Path, *, checkpoint_hash: str) -> Rule:
+    """The folder's fitted rule (coverage.json's `rule`); the default when there is none. Its confidence thresholds
+    only for the weights they were fitted on (retrained since, the confidence means something else)."""
     path = Path(folder) / COVERAGE_FILE
     if not path.is_file():
         return Rule()
-    return Rule.from_dict(json.loads(path.read_text(encoding="utf-8")).get("rule") or {})
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rule = Rule.from_dict(data.get("rule") or {})
+    return rule if data.get("checkpoint_hash") == checkpoint_hash else rule.without_confidence()

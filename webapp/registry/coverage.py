@@ -14,7 +14,8 @@ _SETS = (("tatoeba_test", "everyday"), ("hsk_test", "hsk"))
 
 
 def coverage_for(*, folder: Path) -> dict[str, Any] | None:
-    """The held-out figures of the model in `folder`, each with its counts; None when it has no coverage.json."""
+    """The held-out figures of the model in `folder`, each with its counts, and the confidence thresholds fitted with
+    the check (percent; None when not fitted); None when it has no coverage.json."""
     path = folder / COVERAGE_FILE
     if not path.is_file():
         return None
@@ -29,7 +30,12 @@ def coverage_for(*, folder: Path) -> dict[str, Any] | None:
                      **{which: {**fig[which], "catch_percent": round(100 * fig[which]["catch"]),
                                 "flag_percent": round(100 * fig[which]["flag"])}
                         for which in ("combined", "check", "confidence")}})
-    return {"sets": sets, "example": data.get("lesson_example")}
+    rule = data.get("rule") or {}
+    thresholds = None
+    if rule.get("confidence_all_covered") is not None and rule.get("confidence_some_missing") is not None:
+        thresholds = {"all_covered": round(100 * rule["confidence_all_covered"]),
+                      "some_missing": round(100 * rule["confidence_some_missing"])}
+    return {"sets": sets, "example": data.get("lesson_example"), "thresholds": thresholds}
 
 
 def lesson_example(name: str = "zh-en-hsk") -> dict[str, Any] | None:

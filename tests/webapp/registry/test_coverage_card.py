@@ -24,6 +24,11 @@ def test_the_card_gives_the_held_out_figures_with_their_counts(client_as, studen
         combined = fig["combined"]
         assert f"{combined['lost_caught']} / {fig['lost']} ({round(100 * combined['catch'])} %)" in text
         assert f"{combined['kept_flagged']} / {fig['kept']} ({round(100 * combined['flag'])} %)" in text
+    # The confidence thresholds fitted with the check, as percents, in the page's language.
+    missing, covered = (round(100 * data["rule"][key]) for key in ("confidence_some_missing", "confidence_all_covered"))
+    said = {"en": f"below {missing} % when some checked word is missing and below {covered} % when every one is there",
+            "zh-Hans": f"有检查的词缺失时为 {missing} %，检查的词都在时为 {covered} %"}[language]
+    assert said in text
 
 
 def test_a_model_without_the_figures_shows_no_such_table(client_as, student, shipped):

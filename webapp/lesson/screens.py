@@ -10,6 +10,9 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from webapp.experiments.figures import verdict_sentence
+from webapp.experiments.pages import SHIPPED_SEEDS, sweep_preset
+from webapp.experiments.services import experiment_result
 from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
 from webapp.lesson.figures import arm_label, arm_names, figures_for, masks_figure, stacks_figure
@@ -129,8 +132,18 @@ def run_panel_context(run: TrainingRun) -> dict[str, Any]:
     figures = figures_for(run.kind, run.result) if done else {}
     waiting = run.status == TrainingRun.Status.QUEUED and workers_present("experiments") is False
     arms = [{**arm, "shown": arm_label(arm["label"])} for arm in run.result["arms"]] if done else []
-    return {"figures": figures, "no_worker": waiting, "arms": arms,
+    return {"figures": figures, "no_worker": waiting, "arms": arms, **(_over_seeds(run.kind) if done else {}),
             "arm_names": json.dumps(arm_names(run.kind), ensure_ascii=False), **queue_context(run)}
+
+
+def _over_seeds(kind: str) -> dict[str, Any]:
+    """The comparison's kept sweep of SHIPPED_SEEDS seeds, when there is one: its verdict in the active language and
+    the machine that computed it (the panel's run is one seed: close arms rank either way from seed to seed)."""
+    kept = experiment_result(kind="sweep", params=sweep_preset(kind, SHIPPED_SEEDS))
+    if not kept or not kept.get("verdict"):
+        return {}
+    return {"over_seeds": verdict_sentence(kept["verdict"]), "seeds": len(kept["seeds"]),
+            "seeds_machine": kept.get("machine", "")}
 
 
 def run_panel_text(run: TrainingRun) -> str:

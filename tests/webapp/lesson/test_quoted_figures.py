@@ -288,3 +288,21 @@ def test_the_vocabulary_matrices_share_is_computed_from_the_sizes(client_as, stu
     else:
         assert f"{matrix / 1e4:.0f} 万 个参数，占不绑定时总数的 {share} %；三个合起来是 {3 * matrix / 1e4:.0f} 万，" \
                f"占总数 {untied / 1e8:.2f} 亿的一半以上" in note
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_finished_comparison_quotes_its_kept_sweep_over_the_seeds(client_as, student, mask_result, language):
+    from tests.fixtures.experiments import MACHINE, kept_sweep
+    from webapp.experiments.pages import SHIPPED_SEEDS
+
+    run = TrainingRun.objects.create(key=_key("train", "mask", {}), kind="mask", params={}, result=mask_result,
+                                     status=TrainingRun.Status.SUCCEEDED, progress=1.0)
+    client = client_as(student)
+    assert 'data-testid="run-over-seeds"' not in get(client, f"/lesson/runs/{run.pk}/", language).content.decode()
+    kept_sweep("mask", {"causal mask": [0.8 + i / 100 for i in range(16)], "no mask": [0.05] * 16},
+               seeds=SHIPPED_SEEDS)
+    text = " ".join(text_of(get(client, f"/lesson/runs/{run.pk}/", language)).split())
+    said = {"en": f"This run is one seed (seed 0). Over 16 seeds, trained on {MACHINE}: Answer: no mask. no mask "
+                  "lowest in 16 of 16 seeds: mean 0.05 ± 0.00 against",
+            "zh": f"这次运行只是一个种子（种子 0）。在 {MACHINE} 上用 16 个种子训练的结果：答案：没有掩码。"}[language]
+    assert said in text

@@ -401,6 +401,15 @@ def run_figures(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
     return residual_figures({"drift": result}) if kind == "drift" else {}
 
 
+def over_seeds(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a page says of a comparison's kept sweep beside its one-seed run (experiments/partials/over_seeds.html):
+    the verdict in the reader's language, the seeds and the machine; None without a sweep or a verdict."""
+    if not result or not result.get("verdict"):
+        return None
+    return {"sentence": verdict_sentence(result["verdict"]), "seeds": len(result["seeds"]),
+            "machine": result.get("machine", "")}
+
+
 def result_context(kind: str, result: dict[str, Any]) -> dict[str, Any]:
     """What the result fragment (experiments/partials/result.html) shows of a finished run: its figures, the layers
     a heatmap leaves blank, a sweep's verdict in a sentence and the machine that computed it."""

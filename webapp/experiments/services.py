@@ -16,7 +16,7 @@ from modelcore.experiments.spec import canonical_params
 from webapp.accounts.roles import Role, has_role
 from webapp.core.redact import without_paths
 from webapp.experiments.models import ExperimentRun
-from webapp.experiments.pages import PAGES, shipped_results
+from webapp.experiments.pages import PAGES, SHIPPED_SEEDS, shipped_results, sweep_preset
 from webapp.experiments.sweep_parts import sweep_shared
 from webapp.ops.runs import QueuePlace, RunTable
 
@@ -115,6 +115,11 @@ def experiment_result(*, kind: str, params: dict[str, Any]) -> dict[str, Any] | 
     if row is not None:
         return row.result
     return shipped_results().get(key)
+
+
+def experiment_sweep_kept(*, comparison: str) -> dict[str, Any] | None:
+    """A comparison's sweep of SHIPPED_SEEDS seeds (pages.sweep_preset), stored or shipped; None when none is."""
+    return experiment_result(kind="sweep", params=sweep_preset(comparison, SHIPPED_SEEDS))
 
 
 def experiment_page_results(*, page: str) -> dict[str, dict[str, Any] | None]:

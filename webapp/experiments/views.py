@@ -19,6 +19,7 @@ from webapp.experiments.services import (
     experiment_queue_place,
     experiment_quota_left,
     experiment_run_request,
+    experiment_sweep_kept,
 )
 from webapp.ops.sealed import is_sealed
 
@@ -40,9 +41,15 @@ def index(request: HttpRequest) -> HttpResponse:
     return render(request, "experiments/index.html", {**context, "runs": runs})
 
 
+SWEPT = {"norm-position": ("norm_position", "warmup"), "residuals": ("residual",)}  # a page's one-seed comparisons
+
+
 def _figure_page(request: HttpRequest, page: str, build: Callable[[dict[str, Any]], dict[str, Any]], template: str) -> HttpResponse:
     results = experiment_page_results(page=page)
-    return render(request, template, {"figures": build(results), "missing": [k for k, v in results.items() if not v]})
+    over = {name: figures.over_seeds(experiment_sweep_kept(comparison=name)) for name in SWEPT.get(page, ())}
+    return render(request, template, {"figures": build(results), "missing": [k for k, v in results.items() if not v],
+                                      "over_seeds": over})
+
 
 
 @signed_in

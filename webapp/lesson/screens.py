@@ -10,9 +10,8 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from webapp.experiments.figures import verdict_sentence
-from webapp.experiments.pages import SHIPPED_SEEDS, sweep_preset
-from webapp.experiments.services import experiment_result
+from webapp.experiments.figures import over_seeds
+from webapp.experiments.services import experiment_sweep_kept
 from webapp.lesson import content
 from webapp.lesson.diagram import diagram, norm_names
 from webapp.lesson.figures import arm_label, arm_names, figures_for, masks_figure, stacks_figure
@@ -137,13 +136,9 @@ def run_panel_context(run: TrainingRun) -> dict[str, Any]:
 
 
 def _over_seeds(kind: str) -> dict[str, Any]:
-    """The comparison's kept sweep of SHIPPED_SEEDS seeds, when there is one: its verdict in the active language and
-    the machine that computed it (the panel's run is one seed: close arms rank either way from seed to seed)."""
-    kept = experiment_result(kind="sweep", params=sweep_preset(kind, SHIPPED_SEEDS))
-    if not kept or not kept.get("verdict"):
-        return {}
-    return {"over_seeds": verdict_sentence(kept["verdict"]), "seeds": len(kept["seeds"]),
-            "seeds_machine": kept.get("machine", "")}
+    """The comparison's kept 16-seed sweep, when there is one (the panel's run is one seed: close arms rank either
+    way from seed to seed)."""
+    return {"over_seeds": over_seeds(experiment_sweep_kept(comparison=kind))}
 
 
 def run_panel_text(run: TrainingRun) -> str:

@@ -92,3 +92,19 @@ def test_a_sweep_run_executes_in_the_worker_and_its_page_shows_the_verdict(clien
     assert run.result["verdict"]["seeds"] == 4
     page = client_as(student).get(f"/experiments/runs/{run.pk}/result/").content.decode()
     assert 'data-testid="verdict"' in page and 'data-testid="plot-loss"' in page
+
+
+@pytest.mark.parametrize(("path", "kind", "testid"), [("/experiments/norm-position/", "norm-position", "norm_position"),
+                                                     ("/experiments/norm-position/", "warmup", "warmup"),
+                                                     ("/experiments/residuals/", "residual", "residual")])
+def test_a_page_quotes_a_comparison_s_kept_sweep_beside_its_one_seed_run(client_as, student, path, kind, testid):
+    from tests.fixtures.experiments import MACHINE, kept_sweep
+    from webapp.classroom.wording import arms
+
+    first, second = arms(kind)
+    assert f'data-testid="over-seeds-{testid}"' not in client_as(student).get(path).content.decode()
+    kept_sweep(kind, {first: [1.0 + i / 100 for i in range(16)], second: [1.05 - i / 100 for i in range(16)]},
+               seeds=16)
+    page = client_as(student).get(path).content.decode()
+    said = page.split(f'data-testid="over-seeds-{testid}">')[1].split("</p>")[0]
+    assert said.startswith(f"This run is one seed (seed 0). Over 16 seeds, trained on {MACHINE}: No reliable")

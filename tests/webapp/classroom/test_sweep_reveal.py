@@ -22,7 +22,7 @@ async def test_arms_that_overlap_over_the_seeds_reveal_no_reliable_difference_an
     ann, bob = await db(make_student)("ann"), await db(make_student)("bob")
     ws_ann, _ = await seat(session, ann)
     ws_bob, _ = await seat(session, bob, "zh-hans")
-    await console.send_json_to({"type": "experiment", "kind": "ffn"})
+    await console.send_json_to({"type": "experiment", "kind": "ffn", "seeds": 8})
     asked = await until(ws_ann, "question")
     assert asked["options"] == [*widths, "no reliable difference"]  # English keys, whatever the screen's language
     assert asked["experiment"]["progress"]["kept"] is True  # the stored sweep: no worker needed
@@ -53,7 +53,7 @@ async def test_an_arm_lowest_in_every_seed_by_a_wide_gap_is_the_answer(session, 
     console, _ = await seat(session, instructor)
     ann = await db(make_student)("ann")
     ws_ann, _ = await seat(session, ann)
-    await console.send_json_to({"type": "experiment", "kind": "mask"})
+    await console.send_json_to({"type": "experiment", "kind": "mask", "seeds": 8})
     asked = await until(ws_ann, "question")
     assert asked["options"] == ["causal mask", "no mask", "no reliable difference"]
     await ws_ann.send_json_to({"type": "answer", "question": asked["id"], "choice": "no reliable difference"})
@@ -73,4 +73,21 @@ async def test_a_console_names_the_seeds_a_class_sweep_trains(session, instructo
         await console.send_json_to({"type": "experiment", "kind": "mask", "seeds": seeds})
         frame = await until(console, "error")
         assert frame["code"] == "bad_params", seeds
+    await console.disconnect()
+
+
+async def test_a_class_reads_a_kept_16_seed_sweep_unless_the_console_names_the_seeds(session, instructor):
+    from webapp.experiments.models import ExperimentRun
+
+    kept = await db(kept_sweep)("residual", {"residual": [0.5] * 16, "no residual": [2.5] * 16}, seeds=16)
+    console, _ = await seat(session, instructor)
+    await console.send_json_to({"type": "experiment", "kind": "residual"})
+    asked = await until(console, "question")
+    assert asked["experiment"]["progress"]["kept"] is True
+    await console.send_json_to({"type": "reveal"})
+    assert (await until(console, "reveal"))["experiment"]["run"] == kept.pk
+    await console.send_json_to({"type": "experiment", "kind": "residual", "seeds": 4})  # trained anew, 4 seeds
+    await until(console, "question")
+    run = await db(ExperimentRun.objects.exclude(pk=kept.pk).get)()
+    assert run.params["seeds"] == 4 and run.status == ExperimentRun.Status.QUEUED
     await console.disconnect()

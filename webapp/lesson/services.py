@@ -149,19 +149,27 @@ def _demo_answer(pending: Any) -> dict[str, Any]:
         if time.monotonic() >= deadline:
             pending.revoke()
             raise DemoRefused("busy", "the model's worker is busy; try again in a moment", retry_after=5)
-        if _demo_worker_gone(pending.id):
+        gone = _demo_worker_gone(pending.id)
+        if gone == "worker_lost":
             pending.revoke()
             raise DemoRefused("worker_lost", "the worker computing this demonstration stopped; run it again",
                               retry_after=2)
+        if gone == "no_worker":
+            pending.revoke()
+            raise DemoRefused("no_worker", "no worker is running demonstrations right now", retry_after=5)
 
 
-def _demo_worker_gone(task_id: str) -> bool:
-    """Whether the worker that started this demonstration is no longer alive (False before one started it)."""
+def _demo_worker_gone(task_id: str) -> str | None:
+    """`worker_lost` when the worker that started this demonstration is no longer alive; `no_worker` when none has
+    started it and no worker of the queue is alive (its only worker died while it waited in the queue); else None."""
     try:
         name = app_redis().get(demo_worker_key(task_id))
-        return name is not None and name.decode() not in queue_workers(DEMO_QUEUE)
+        alive = queue_workers(DEMO_QUEUE)
     except RedisError:  # Redis away: DEMO_WAIT_S still bounds the wait
-        return False
+        return None
+    if name is not None:
+        return "worker_lost" if name.decode() not in alive else None
+    return None if alive else "no_worker"
 
 
 class _demo_slot:  # noqa: N801 - used as a context manager, like a function

@@ -1,6 +1,7 @@
 """The door: every HTTP request and WebSocket handshake spends from token buckets in the event loop, before Django's
 session, the user, a thread or the database is touched; past its budget it is refused there (HTTP 429 with
-Retry-After; a socket's handshake refused), after a wait that slows a client looping on refusals.
+Retry-After; a socket's handshake refused), after a wait that slows a client looping on refusals (doubled for each
+refusal in a row, up to LONGEST_WAIT times DOOR_REFUSAL_WAIT_MS).
 
 Refusing in the view cost the web process a whole request per refusal (a thread, the session and the user from the
 database, a template): 200 connections re-posting a demonstration kept it at 100 % CPU though nearly all were
@@ -50,6 +51,7 @@ ROOT_FILES = ("/favicon.ico",)
 REFUSED_CLOSE = 4429  # a handshake refused for its rate (after an `error` frame `rate_limited`)
 MAX_KEYS = 50_000  # buckets kept per kind; the least recently used go first
 MAX_KNOWN = 100_000  # signed-in sessions remembered
+LONGEST_WAIT = 8  # a refusal waits DOOR_REFUSAL_WAIT_MS, doubled for each refusal of its bucket in a row, up to this times
 
 
 class Buckets:
@@ -152,21 +154,23 @@ class Door:
         self.static = Buckets(settings.DOOR_STATIC_PER_MINUTE, settings.DOOR_STATIC_BURST)
         self.refusal_wait = settings.DOOR_REFUSAL_WAIT_MS / 1000
         self.held: collections.Counter[str] = collections.Counter()  # refusals waiting, by address
+        # refusals in a row by (lane, key) and when the last was: [count, time.monotonic()]
+        self.streaks: collections.OrderedDict[tuple[str, str], list[float]] = collections.OrderedDict()
         self.refused: collections.Counter[str] = collections.Counter()  # by bucket kind, for tests and operators
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not self.enabled or scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         address = scope_ip(scope)
-        wait, lane, known = self.admit(scope, address)
+        wait, lane, key, known = self.admit(scope, address)
         if wait <= 0:
             return await self.app(scope, receive, send)
         self.refused[lane] += 1
-        await self.refuse(scope, receive, send, address, wait, known)
+        await self.refuse(scope, receive, send, address, wait, self.refusal_wait * self.streak(lane, key), known)
 
-    def admit(self, scope: dict[str, Any], address: str) -> tuple[float, str, bool]:
-        """Spend this request's tokens, or the wait until they are there (nothing spent), its lane and whether its
-        session is known."""
+    def admit(self, scope: dict[str, Any], address: str) -> tuple[float, str, str, bool]:
+        """Spend this request's tokens, or the wait until they are there (nothing spent); the lane and key that made
+        it wait, and whether its session is known."""
         now = time.monotonic()
         session = _session_key(scope)
         path = scope.get("path", "")
@@ -180,22 +184,36 @@ class Door:
             charges = [(self.static, address, "static")]
         else:
             charges = [(self.anonymous, address, "anonymous")]
-        waits = [(buckets.wait(key, now), lane) for buckets, key, lane in charges]
-        wait, lane = max(waits)
+        wait, lane, key = max((buckets.wait(key, now), lane, key) for buckets, key, lane in charges)
         if wait > 0:
-            return wait, lane, session is not None and session in _known
+            return wait, lane, key, session is not None and session in _known
         for buckets, key, _ in charges:
             buckets.spend(key)
-        return 0.0, lane, True
+        return 0.0, lane, key, True
+
+    def streak(self, lane: str, key: str) -> int:
+        """1, 2, 4 ... up to LONGEST_WAIT: doubled with each refusal of this bucket in a row (one whose last refusal
+        is older than the longest wait twice over starts again at 1)."""
+        now = time.monotonic()
+        entry = self.streaks.get((lane, key))
+        if entry is None or now - entry[1] > 2 * LONGEST_WAIT * self.refusal_wait:
+            if len(self.streaks) >= MAX_KEYS:
+                self.streaks.popitem(last=False)
+            entry = self.streaks[lane, key] = [0, now]
+        self.streaks.move_to_end((lane, key))
+        times = min(LONGEST_WAIT, 2 ** int(entry[0]))
+        entry[0], entry[1] = entry[0] + 1, now
+        return times
 
     async def refuse(self, scope: dict[str, Any], receive: Any, send: Any, address: str, wait: float,
-                     known: bool) -> None:
-        """Answer after DOOR_REFUSAL_WAIT_MS (a loop of refusals then runs no faster than one a wait, whenever the
-        bucket's next token comes), at once past DOOR_HELD_PER_ADDRESS refusals already waiting for this address."""
+                     delay: float, known: bool) -> None:
+        """Answer after `delay` (a loop of refusals then runs no faster than one a delay per connection, however soon
+        the bucket's next token comes), at once past DOOR_HELD_PER_ADDRESS refusals already waiting for this
+        address."""
         if self.held[address] < settings.DOOR_HELD_PER_ADDRESS:
             self.held[address] += 1
             try:
-                await asyncio.sleep(self.refusal_wait)
+                await asyncio.sleep(delay)
             finally:
                 self.held[address] -= 1
                 if not self.held[address]:

@@ -107,7 +107,26 @@ def test_a_script_flooding_one_session_is_refused_429_while_a_classmate_on_the_s
     assert time.monotonic() - started >= 0.2  # the refusals waited (a loop of them runs no faster)
 
 
+def test_a_refusal_waits_twice_as_long_as_the_one_before_it_up_to_eight_times(budgets, monkeypatch):
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 3))
+
+    monkeypatch.setattr(door.asyncio, "sleep", sleep)
+    app, _ = door_for("script", "classmate")
+
+    async def scenario():
+        for i in range(16):
+            await call(app, f"s{i}", "script")
+        await call(app, "classmate", "classmate")
+
+    asyncio.run(scenario())
+    assert slept == [0.2, 0.4, 0.8, 1.6, 1.6, 1.6]  # its 10, then each refusal in a row; the classmate not at all
+
+
 def test_cached_demonstrations_count_against_the_session_s_demonstration_budget(budgets):
+    budgets.DOOR_REFUSAL_WAIT_MS = 20
     app, _ = door_for("looper", "student")
 
     async def scenario():
@@ -207,7 +226,7 @@ def test_through_the_web_process_a_script_gets_429_and_a_classmate_still_gets_in
     web = start_web(tmp_path / "daphne.log", DOOR_LIMITS="1", DOOR_SESSION_DEMOS_PER_MINUTE="6",
                     DOOR_SESSION_DEMO_BURST="3", DOOR_ANONYMOUS_PER_MINUTE="1", DOOR_ANONYMOUS_BURST="3",
                     DOOR_ANONYMOUS_SOCKETS_PER_MINUTE="1", DOOR_ANONYMOUS_SOCKET_BURST="10",
-                    DOOR_REFUSAL_WAIT_MS="100")
+                    DOOR_REFUSAL_WAIT_MS="50")
     try:
         def request(key: str | None, path: str, method: str = "GET") -> tuple[int, str | None]:
             req = urllib.request.Request(web.url + path, method=method, data=b"" if method == "POST" else None,
@@ -235,7 +254,7 @@ def test_through_the_web_process_a_script_gets_429_and_a_classmate_still_gets_in
                     async with socket(uuid.uuid4().hex):
                         pass
                 except InvalidStatus as error:
-                    statuses.append((error.response.status_code, time.monotonic() - started >= 0.1))
+                    statuses.append((error.response.status_code, time.monotonic() - started >= 0.05))
             async with socket(keys[1]) as ws:
                 await ws.send(json.dumps({"type": "ping"}))  # open: the handshake was accepted
             return statuses, True

@@ -214,7 +214,7 @@ DOOR_ANONYMOUS_SOCKET_BURST = env_int("DOOR_ANONYMOUS_SOCKET_BURST", 200, minimu
 DOOR_STATIC_PER_MINUTE = env_int("DOOR_STATIC_PER_MINUTE", 12_000, minimum=1)
 DOOR_STATIC_BURST = env_int("DOOR_STATIC_BURST", 2_000, minimum=1)
 DOOR_REFUSAL_WAIT_MS = env_int("DOOR_REFUSAL_WAIT_MS", 1000, minimum=0)
-DOOR_HELD_PER_ADDRESS = env_int("DOOR_HELD_PER_ADDRESS", 256, minimum=0)
+DOOR_HELD_PER_ADDRESS = env_int("DOOR_HELD_PER_ADDRESS", 1024, minimum=0)
 # The decoding playground (docs/protocol.md): per-user limits, per-request caps, models kept warm per worker.
 PLAYGROUND_MAX_CONCURRENT = env_int("PLAYGROUND_MAX_CONCURRENT", 2, minimum=1)
 PLAYGROUND_REQUESTS_PER_MINUTE = env_int("PLAYGROUND_REQUESTS_PER_MINUTE", 30, minimum=1)

@@ -13,7 +13,7 @@ MANAGE := $(PY) manage.py
 TEST_WORKERS ?= 3
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
-.PHONY: setup run test test-fast lint bench models clean help
+.PHONY: setup run test test-fast lint bench models clean help cluster
 
 help:
 	@echo "make run    set up, then serve http://127.0.0.1:$${PORT:-8000} with workers and an embedded Redis"
@@ -21,6 +21,7 @@ help:
 	@echo "make setup  venv, packages, migrations, static files, translations, shipped models (idempotent)"
 	@echo "make lint   ruff"
 	@echo "make bench  the benchmarks in bench/ (installs the benchmark-only peers)"
+	@echo "make cluster  as root: a school's hosts as network namespaces (scripts/cluster.py up $$CLUSTER_ARGS; down with scripts/cluster.py down)"
 
 $(STAMPS):
 	@mkdir -p $(STAMPS)
@@ -61,6 +62,11 @@ setup: $(STAMPS)/app-deps $(STAMPS)/messages $(STAMPS)/static $(STAMPS)/native
 
 run: setup
 	$(PY) scripts/run_stack.py
+
+# proxy, two web hosts, gpu, cpu and data hosts as network namespaces, links with delay (docs/deploy.md, "A school's
+# hosts on one machine"); e.g. make cluster CLUSTER_ARGS="--rtt 20ms"
+cluster: setup
+	$(PY) scripts/cluster.py up $(CLUSTER_ARGS)
 
 test: setup $(STAMPS)/test-deps
 	@scripts/ensure_system_packages.sh chromium nginx-light fonts-noto-cjk iproute2

@@ -91,3 +91,20 @@ async def test_a_class_reads_a_kept_16_seed_sweep_unless_the_console_names_the_s
     run = await db(ExperimentRun.objects.exclude(pk=kept.pk).get)()
     assert run.params["seeds"] == 4 and run.status == ExperimentRun.Status.QUEUED
     await console.disconnect()
+
+
+async def test_the_ffn_widths_shipped_over_16_seeds_reveal_no_reliable_difference(session, instructor, make_student):
+    console, _ = await seat(session, instructor)
+    ann = await db(make_student)("ann")
+    ws_ann, _ = await seat(session, ann)
+    await console.send_json_to({"type": "experiment", "kind": "ffn"})  # no worker: the result that ships is read
+    asked = await until(ws_ann, "question")
+    assert asked["experiment"]["progress"]["kept"] is True
+    await ws_ann.send_json_to({"type": "answer", "question": asked["id"], "choice": "no reliable difference"})
+    await until(ws_ann, "answered")
+    await console.send_json_to({"type": "reveal"})
+    reveal = await until(ws_ann, "reveal")
+    assert reveal["answer"] == "no reliable difference" and reveal["you"]["correct"] is True
+    assert " of 16 seeds: mean " in reveal["experiment"]["sentence"] and reveal["experiment"]["machine"]
+    for ws in (console, ws_ann):
+        await ws.disconnect()

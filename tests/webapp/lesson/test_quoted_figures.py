@@ -291,18 +291,36 @@ def test_the_vocabulary_matrices_share_is_computed_from_the_sizes(client_as, stu
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
-def test_a_finished_comparison_quotes_its_kept_sweep_over_the_seeds(client_as, student, mask_result, language):
-    from tests.fixtures.experiments import MACHINE, kept_sweep
-    from webapp.experiments.pages import SHIPPED_SEEDS
+def test_a_finished_comparison_quotes_its_shipped_sweep_over_the_seeds(client_as, student, mask_result, language):
+    from django.utils import translation
 
+    from webapp.experiments.figures import verdict_sentence
+    from webapp.experiments.pages import defaults_path
+
+    shipped = json.loads(defaults_path("lesson-sweeps").read_text(encoding="utf-8"))["mask"]["result"]
     run = TrainingRun.objects.create(key=_key("train", "mask", {}), kind="mask", params={}, result=mask_result,
                                      status=TrainingRun.Status.SUCCEEDED, progress=1.0)
-    client = client_as(student)
-    assert 'data-testid="run-over-seeds"' not in get(client, f"/lesson/runs/{run.pk}/", language).content.decode()
-    kept_sweep("mask", {"causal mask": [0.8 + i / 100 for i in range(16)], "no mask": [0.05] * 16},
-               seeds=SHIPPED_SEEDS)
-    text = " ".join(text_of(get(client, f"/lesson/runs/{run.pk}/", language)).split())
-    said = {"en": f"This run is one seed (seed 0). Over 16 seeds, trained on {MACHINE}: Answer: no mask. no mask "
-                  "lowest in 16 of 16 seeds: mean 0.05 ± 0.00 against",
-            "zh": f"这次运行只是一个种子（种子 0）。在 {MACHINE} 上用 16 个种子训练的结果：答案：没有掩码。"}[language]
-    assert said in text
+    text = " ".join(text_of(get(client_as(student), f"/lesson/runs/{run.pk}/", language)).split())
+    with translation.override({"zh": "zh-hans", "en": "en"}[language]):
+        verdict = verdict_sentence(shipped["verdict"])
+    said = {"en": f"This run is one seed (seed 0). Over 16 seeds, trained on {shipped['machine']}: {verdict}",
+            "zh": f"这次运行只是一个种子（种子 0）。在 {shipped['machine']} 上用 16 个种子训练的结果：{verdict}"}[language]
+    assert said in text and shipped["verdict"]["answer"] == "no mask"
+
+
+def test_the_ffn_exercise_quotes_the_shipped_16_seed_sweep():
+    from tests.fixtures.lesson import in_both
+    from webapp.experiments.pages import defaults_path
+    from webapp.lesson.content import EXERCISES
+
+    shipped = json.loads(defaults_path("lesson-sweeps").read_text(encoding="utf-8"))["ffn"]["result"]
+    verdict = shipped["verdict"]
+    assert len(shipped["seeds"]) == 16 and verdict["answer"] == "no reliable difference"
+    lowest = [arm["lowest"] for arm in verdict["arms"]]
+    means = [f"{arm['mean']:.2f} ± {arm['se']:.2f}" for arm in verdict["arms"]]
+    answer = in_both(next(e["a"] for e in EXERCISES["questions"] if e["id"] == "questions-2"))
+    assert (f"the 1× width ended lowest in {lowest[0]}, the 2× in {lowest[1]} and the 4× in {lowest[2]}, and their "
+            f"mean final losses, {means[0]}, {means[1]} and {means[2]} (± one standard error)") in answer["en"]
+    zh = " ".join(answer["zh"].split())
+    assert f"1× 在 {lowest[0]} 个种子中最终最低，2× 在 {lowest[1]} 个中，4× 在 {lowest[2]} 个中" in zh
+    assert f"{means[0]}、{means[1]} 和 {means[2]}" in zh

@@ -263,7 +263,7 @@ async def test_an_experiments_page_comparison_is_predicted_and_its_kept_result_r
     console, _ = await seat(session, instructor)
     ann = await db(make_student)("ann")
     ws_ann, _ = await seat(session, ann)
-    await console.send_json_to({"type": "experiment", "kind": "warmup", "lang": "zh-hans"})
+    await console.send_json_to({"type": "experiment", "kind": "warmup", "seeds": 8, "lang": "zh-hans"})
     asked = await until(ws_ann, "question")
     assert asked["options"] == ["with warmup", "without warmup", "no reliable difference"]
     assert asked["experiment"]["kind"] == "warmup"

@@ -21,6 +21,11 @@ with the console's default views, attention rows included, at the console's defa
   demonstration's figures in its frame. Reported: frame and page-request times from the
   console's send (p50/p99), status codes, bytes, the web processes' CPU, and how many
   demonstrations the worker computed (the stored results: one, whatever the class's size).
+- with --cluster, the same class on the hosts scripts/cluster.py brought up, instead of a stack of its own: it
+  runs from the cluster's `client` namespace (it re-runs itself there), its sockets go over wss through the
+  proxy host's nginx to the two web hosts, its users and session are made straight in the data host's
+  PostgreSQL, and the sniffer reads the data host's Redis straight (not through a link): the step latency then
+  holds the data host's link to the web host and the web host's link to the proxy, one RTT in all.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ SOURCE = "昨天我在花园里画了三条大鱼。"
 CONNECT_AT_ONCE = 20  # sockets opening together (a class arriving), bounded so the handshakes do not time out
 
 
-def prepare(n_students: int) -> dict[str, Any]:
+def prepare(n_students: int, prefix: str = "bench", collect: bool = True) -> dict[str, Any]:
     """Migrate a fresh database, make the users and their sessions, register a model, open a live session."""
     import django
 
@@ -77,22 +82,25 @@ def prepare(n_students: int) -> dict[str, Any]:
     from modelcore.checkpoint import SHIPPED_DIR, shipped_models
     from webapp.classroom.models import Participant
     from webapp.classroom.services import session_create
+    from webapp.registry.models import TrainedModel
     from webapp.registry.services import model_register_folder
 
     call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: the pages' own files, as make run has
+    if collect:
+        call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: the pages' own files, as make run has
 
-    teacher = User.objects.create_user("bench-teacher", password="bench-only")
+    teacher = User.objects.create_user(f"{prefix}-teacher", password="bench-only")
     teacher.groups.add(Group.objects.get_or_create(name="instructors")[0])
     # Unusable passwords: hashing one per student would take minutes; the sessions sign them in.
-    User.objects.bulk_create([User(username=f"bench-s{i}", password="!") for i in range(n_students)])
-    students = list(User.objects.filter(username__startswith="bench-s").order_by("pk"))
+    User.objects.bulk_create([User(username=f"{prefix}-s{i}", password="!") for i in range(n_students)])
+    students = list(User.objects.filter(username__startswith=f"{prefix}-s").order_by("pk"))
     Group.objects.get_or_create(name="students")[0].user_set.add(*students)
     if "zh-en-post" in shipped_models():
         folder, name = SHIPPED_DIR / "zh-en-post", "zh-en-post"
     else:
         folder, name = random_small_model(Path(os.environ["DATA_DIR"]) / "models" / "zh-en-random"), "zh-en-random"
-    model_register_folder(folder=folder, name=name, task="zh-en", published=True)
+    if not TrainedModel.objects.filter(name=name, published=True).exists():  # a cluster's shipped one stays as it is
+        model_register_folder(folder=folder, name=name, task="zh-en", published=True)
     session = session_create(instructor=teacher, title="bench", model_name=name)
     Participant.objects.bulk_create([Participant(session=session, user=user) for user in students])
     return {"code": session.code, "teacher": signed_in(teacher), "students": [signed_in(u) for u in students]}
@@ -171,7 +179,11 @@ class Seat:
             self.errors.append(frame)
 
 
-async def connect(port: int, path: str, session_key: str) -> Any:
+async def connect(base: str, path: str, session_key: str) -> Any:
+    """A socket to `base` (ws://127.0.0.1:PORT, or wss://HOST through a proxy with a certificate of its own)."""
+    import ssl
+    from urllib.parse import urlsplit
+
     from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
 
     loop = asyncio.get_running_loop()
@@ -190,11 +202,17 @@ async def connect(port: int, path: str, session_key: str) -> Any:
             if not opened.done():  # dropped before it opened: the caller retries at once, not after its timeout
                 opened.set_exception(ConnectionError(f"closed before opening ({code})"))
 
-    factory = WebSocketClientFactory(f"ws://127.0.0.1:{port}{path}", origin=f"http://127.0.0.1:{port}",
+    where = urlsplit(base)
+    secure = where.scheme == "wss"
+    factory = WebSocketClientFactory(f"{base}{path}", origin=f"{'https' if secure else 'http'}://{where.netloc}",
                                      headers={"Cookie": f"sessionid={session_key}"})
     factory.protocol = Client
     factory.setProtocolOptions(openHandshakeTimeout=30)  # as a browser waits: the server's own limit decides
-    await loop.create_connection(factory, "127.0.0.1", port)
+    context = None
+    if secure:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # the cluster's own certificate
+    await loop.create_connection(factory, where.hostname, where.port or (443 if secure else 80), ssl=context)
     return await asyncio.wait_for(opened, 30)
 
 
@@ -208,7 +226,7 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.Namespace,
+async def run_class(ports: list[str], prepared: dict[str, Any], args: argparse.Namespace,
                     sniffer: Sniffer, web_pids: list[int]) -> dict[str, Any]:
     path = f"/ws/classroom/{prepared['code']}/"
     gate = asyncio.Semaphore(CONNECT_AT_ONCE)
@@ -260,17 +278,23 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
     await asyncio.wait([s.seat.done for s in students], timeout=waited)
     await asyncio.sleep(0.5)
     web_cpu = [cpu_s(pid) - before for pid, before in zip(web_pids, cpu_before, strict=True)]
+    if len(web_cpu) != len(ports):  # one proxy in front of the web hosts: their CPU together, per socket
+        web_cpu = [sum(web_cpu)]
     client_cpu = time.process_time() - client_before  # this process, every student's socket: it shares the cores
 
     expected = args.tokens + 2  # start, the tokens, done
     latencies, received, out_of_order = [], 0, 0
+    expected_steps = {str(i) for i in range(args.tokens)} | {"start", "done"}
+    whole = 0  # sockets that received every step, in order
     quarters: list[list[float]] = [[], [], [], []]  # by the order the sockets joined (the relay's order)
     by_web: list[list[float]] = [[] for _ in ports]  # student i sits on web process i % len(ports)
     for index, client in enumerate(students):
         last = -1
+        keys = set()
         for at, kind, seq in client.seat.decode:
             received += 1
             key = str(seq) if kind in ("token", "beams") else kind
+            keys.add(key)
             if key in sniffer.published:
                 latencies.append((at - sniffer.published[key]) * 1000)
                 quarters[index * 4 // len(students)].append(latencies[-1])
@@ -278,6 +302,7 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
             if seq is not None:
                 out_of_order += seq != last + 1
                 last = seq
+        whole += keys >= expected_steps
 
     send(console, {"type": "question", "kind": "choice", "prompt": "bench", "options": ["a", "b", "c", "d"]})
     questions = await asyncio.wait_for(asyncio.gather(*(s.seat.question for s in students)), 30)
@@ -302,10 +327,12 @@ async def run_class(ports: list[int], prepared: dict[str, Any], args: argparse.N
     for client in [console, *students]:
         client.sendClose()
     seated = [len(range(i, len(students), len(ports))) + (i == 0) for i in range(len(ports))]  # the console on 0
+    if len(web_pids) != len(ports):
+        seated = [len(students) + 1]
     errors = [e for client in students for e in client.seat.errors]
     return {
         "sockets": len(students), "frames_expected": expected * len(students), "frames_received": received,
-        "out_of_order": out_of_order,
+        "out_of_order": out_of_order, "sockets_with_every_step": whole,
         "latency_p50_ms": round(percentile(latencies, 50), 2), "latency_p99_ms": round(percentile(latencies, 99), 2),
         "latency_max_ms": round(max(latencies, default=float("nan")), 2),
         "latency_p50_by_join_quarter_ms": [round(percentile(q, 50), 2) for q in quarters],
@@ -400,15 +427,21 @@ def main() -> int:
     parser.add_argument("--backlog", type=int, help="the web processes' listen backlog (default: webapp.server's)")
     parser.add_argument("--connect-timeout", type=int,
                         help="the web processes' WebSocket handshake limit in s (default: webapp.server's; daphne's: 5)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="the class on the hosts scripts/cluster.py brought up (as root), not a stack of its own")
     parser.add_argument("--prepare", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", default="bench", help=argparse.SUPPRESS)
+    parser.add_argument("--no-collect", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--count-demonstrations", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.prepare is not None:  # the child that sets up the database
-        print(json.dumps(prepare(args.prepare)))
+        print(json.dumps(prepare(args.prepare, args.prefix, not args.no_collect)))
         return 0
     if args.count_demonstrations:
         print(count_demonstrations())
         return 0
+    if args.cluster:
+        return on_cluster(args)
 
     from scripts.redis_embedded import EmbeddedRedis
 
@@ -441,7 +474,8 @@ def main() -> int:
         sniffer.start()
         load_before = os.getloadavg()
         prepared["web_pids"] = [proc.pid for proc in procs[:len(ports)]]
-        figures = asyncio.run(run_class(ports, prepared, args, sniffer, prepared["web_pids"]))
+        figures = asyncio.run(run_class([f"ws://127.0.0.1:{port}" for port in ports], prepared, args, sniffer,
+                                        prepared["web_pids"]))
         load_after = os.getloadavg()
         if args.lesson:
             figures["lesson_step"]["demonstrations_computed"] = int(subprocess.run(
@@ -455,6 +489,50 @@ def main() -> int:
         redis.stop()
         logs_kept(data_dir, args.logs)
         shutil.rmtree(data_dir, ignore_errors=True)
+    write_result(figures, args, load_before, load_after)
+    return 0
+
+
+def on_cluster(args: argparse.Namespace) -> int:
+    """The class on scripts/cluster.py's hosts: from its client namespace, through its proxy."""
+    import secrets
+
+    from scripts import cluster
+
+    if args.lesson:
+        raise SystemExit("--lesson is not measured on a cluster")
+    state = cluster.load_state()
+    if state is None:
+        raise SystemExit("no cluster is up (sudo .venv/bin/python scripts/cluster.py up --rtt 1ms)")
+    if os.environ.get("ENCDEC_BENCH_IN_CLIENT") != cluster.namespace("client"):  # run again from the client host
+        os.environ["ENCDEC_BENCH_IN_CLIENT"] = cluster.namespace("client")
+        os.execvp("ip", ["ip", "netns", "exec", cluster.namespace("client"), sys.executable, *sys.argv])
+    info = cluster.describe(state)
+    env = dict(cluster.app_env(state, direct=True), PYTHONUNBUFFERED="1")
+    prefix = f"bench-{secrets.token_hex(3)}"  # a class of its own each run, on the same database
+    prepared = json.loads(subprocess.run([sys.executable, __file__, "--prepare", str(args.sockets), "--prefix", prefix,
+                                          "--no-collect"], env=env, check=True, capture_output=True,
+                                         text=True).stdout.strip().splitlines()[-1])
+    os.environ.update(env)
+    sniffer = Sniffer(info["redis_url"], f"asgi__group__classroom.{prepared['code']}")
+    sniffer.start()
+    web_pids = [info["hosts"][web]["processes"]["web"]["pid"] for web in cluster.WEBS]
+    args.webs = len(web_pids)
+    load_before = os.getloadavg()
+    try:
+        figures = asyncio.run(run_class([info["proxy"].replace("https://", "wss://").rstrip("/")], prepared, args,
+                                        sniffer, web_pids))
+    finally:
+        sniffer.stopping = True
+    load_after = os.getloadavg()
+    figures["cluster"] = {"rtt_ms": info["rtt_ms"], "jitter_ms": info["jitter_ms"], "loss": info["loss"],
+                          "web_hosts": len(web_pids), "link_overhead": info["link_overhead"]}
+    write_result(figures, args, load_before, load_after)
+    return 0
+
+
+def write_result(figures: dict[str, Any], args: argparse.Namespace, load_before: tuple[float, ...],
+                 load_after: tuple[float, ...]) -> None:
     result = {
         **figures,
         "settings": {"server": args.server, "webs": args.webs, "tokens": args.tokens, "pace_ms": args.pace_ms, "strategy": "greedy",
@@ -469,7 +547,6 @@ def main() -> int:
     print(json.dumps(result, indent=2))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

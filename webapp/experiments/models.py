@@ -7,7 +7,8 @@ from django.db import models
 from django.utils.translation import gettext, ngettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
-from modelcore.experiments.spec import KINDS, SWITCHES, RunConfig
+from modelcore.experiments.comparisons import comparison_arms
+from modelcore.experiments.spec import KINDS, SWEEP_ONLY, SWITCHES, RunConfig
 from webapp.core.figure_style import label_text
 from webapp.ops.jobs import JobStatus, Run
 
@@ -46,7 +47,7 @@ class ExperimentRun(Run):
         """What the run compares, in the reader's language: "paired training runs: Post-LN against Pre-LN, 6 layers, seed 0"."""
         params = self.params or {}
         parts = [self._arms_text(params)]
-        if "layers" in params:
+        if "layers" in params and params.get("switch") != "depth":  # the depths sweep: its arms say them
             parts.append(ngettext("%(n)s layer", "%(n)s layers", params["layers"]) % {"n": params["layers"]})
         if "seed" in params:
             first, seeds = params["seed"], params.get("seeds", 1)
@@ -63,11 +64,15 @@ class ExperimentRun(Run):
         switch = params.get("switch")
         if self.kind in ("compare", "sweep") and switch in SWITCHES:
             arms = tuple(label for label, _ in SWITCHES[switch](RunConfig()))  # the labels, whatever the settings
+        elif self.kind == "sweep" and switch in SWEEP_ONLY:  # the lesson's mask and FFN widths, the depths
+            arms = tuple(arm.label for arm in comparison_arms(switch))
         else:
             arms = KIND_ARMS.get(self.kind, ())
-        if len(arms) != 2:
+        if len(arms) < 2:
             return ""
-        return gettext("%(first)s against %(second)s") % {"first": label_text(arms[0]), "second": label_text(arms[1])}
+        shown = [label_text(arm) for arm in arms]
+        return gettext("%(first)s against %(second)s") % {
+            "first": pgettext("list separator", ", ").join(shown[:-1]), "second": shown[-1]}
 
     @property
     def status_label(self) -> str:

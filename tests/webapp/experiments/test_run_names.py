@@ -42,3 +42,16 @@ def test_the_recent_runs_tell_two_comparisons_apart_in_both_languages(client_as,
     client.cookies["django_language"] = "zh-hans"
     page = client.get(f"/experiments/runs/{second.pk}/").content.decode()
     assert "<h1>成对训练对比：有残差 对比 无残差，2 层，种子 2</h1>" in page
+
+
+def test_a_sweep_of_the_lesson_s_comparisons_or_the_depths_names_its_arms(student):
+    from webapp.experiments.pages import sweep_preset
+
+    translation.activate("en")
+    names = {name: str(run_of(student, "sweep", **sweep_preset(name, 16))) for name in ("mask", "ffn", "depth")}
+    assert names["mask"] == "paired training runs, several seeds: causal mask against no mask, 2 layers, seeds 0–15"
+    assert names["ffn"].endswith(": d_ff = 1 × d_model, d_ff = 2 × d_model against d_ff = 4 × d_model, 2 layers, "
+                                 "seeds 0–15")
+    assert names["depth"].endswith(": L = 6, L = 12 against L = 24, seeds 0–15")  # no one depth of its own
+    with translation.override("zh-hans"):
+        assert "有因果掩码" in str(ExperimentRun.objects.get(params__switch="mask"))

@@ -1,9 +1,10 @@
 """A training comparison the class predicts before its result (the console's `experiment`): the lesson's two or one
-of the experiments pages', a sweep of S seeds (CLASS_SEEDS unless the console names 4, 8 or 16) trained on the
-`experiments` queue on the instructor's quota, or its kept result (stored or shipped). Nothing that leads to its run
-goes to the screens before the reveal; its progress does (experiment_progress.py). The reveal gives the seeds'
-verdict (modelcore.experiments.verdict): an arm only when it ends lowest in at least 90 % of the seeds and its mean
-by more than twice the gap's standard error, else "no reliable difference", an option every such question offers.
+of the experiments pages', a sweep of seeds: its kept 16-seed result (stored or shipped) when there is one, else
+CLASS_SEEDS seeds (or the 4, 8 or 16 the console names) read where kept or trained on the `experiments` queue on the
+instructor's quota. Nothing that leads to its run goes to the screens before the reveal; its progress does
+(experiment_progress.py). The reveal gives the seeds' verdict (modelcore.experiments.verdict): an arm only when it
+ends lowest in at least 90 % of the seeds and its mean is lower by more than twice the gap's standard error, else
+"no reliable difference", an option every such question offers.
 Questions asked before (one run of seed 0: a lesson TrainingRun or a `compare` run) keep their lowest arm."""
 from __future__ import annotations
 

@@ -1,0 +1,72 @@
+"""The native step's projection kernels against torch's addmm at the decode benchmark's shapes, side by side.
+
+    .venv/bin/python bench/projection.py [--isa avx2|avx512|auto] [--repeats 7]
+
+Rows 1 and 16 (batch 1 and 16) through the decoder's matrices (d_model 256, d_ff 1024, vocabulary 1000):
+every ISA's kernels this CPU runs (native step's use_isa) and addmm (MKL, with whichever kernels --isa
+forced on it), interleaved in each repeat; medians of microseconds per call, 2 threads, weights warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import isa  # bench/isa.py
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from modelcore.decoding.native import native_step  # noqa: E402
+
+SHAPES = [(256, 768), (256, 256), (256, 1024), (1024, 256), (256, 1000)]  # (in, out): qkv, outs, FFN, generator
+
+
+def microseconds(call: Callable[[], object], calls: int = 50) -> float:
+    call()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--isa", choices=isa.CHOICES, default="auto", help="the ISA forced on torch and MKL")
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    isa.enter(args.isa)
+    torch.set_num_threads(2)
+    module = native_step()
+    assert module is not None, "the native step is not built (python -m modelcore.decoding.native)"
+    variants = [name for name in ("avx512", "avx2", "baseline") if module.use_isa(name) == name]
+    print(f"torch {torch.backends.cpu.get_cpu_capability()}, load average {os.getloadavg()}")
+    for rows in (1, 16):
+        totals = dict.fromkeys([*variants, "addmm"], 0.0)
+        for inner, out in SHAPES:
+            w, b, x = torch.randn(inner, out), torch.randn(out), torch.randn(rows, inner)
+            packed = module.pack_weight(w)
+            times: dict[str, list[float]] = {name: [] for name in totals}
+            for _ in range(args.repeats):
+                for name in variants:
+                    module.use_isa(name)
+                    times[name].append(microseconds(functools.partial(module.linear, x, packed, b)))
+                times["addmm"].append(microseconds(functools.partial(torch.addmm, b, x, w)))
+            medians = {name: statistics.median(t) for name, t in times.items()}
+            for name, value in medians.items():
+                totals[name] += value
+            print(f"rows {rows:2d} {inner:4d} -> {out:4d}: " + "  ".join(f"{n} {v:7.1f} us" for n, v in medians.items()))
+        print(f"rows {rows:2d} all five:    " + "  ".join(f"{n} {v:7.1f} us" for n, v in totals.items())
+              + "   addmm / each: " + ", ".join(f"{n} {totals['addmm'] / totals[n]:.2f}x" for n in variants))
+    module.use_isa("auto")
+    print(f"load average after {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

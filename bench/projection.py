@@ -1,10 +1,11 @@
 """The native step's projection kernels against torch's addmm at the decode benchmark's shapes, side by side.
 
-    .venv/bin/python bench/projection.py [--isa avx2|avx512|auto] [--repeats 7]
+    .venv/bin/python bench/projection.py [--isa avx2|avx512|auto] [--repeats 7] [--threads 2]
 
 Rows 1 and 16 (batch 1 and 16) through the decoder's matrices (d_model 256, d_ff 1024, vocabulary 1000):
 every ISA's kernels this CPU runs (native step's use_isa) and addmm (MKL, with whichever kernels --isa
-forced on it), interleaved in each repeat; medians of microseconds per call, 2 threads, weights warm.
+forced on it), interleaved in each repeat; medians of microseconds per call, weights warm. One thread
+measures the kernels alone; two, as decoding runs, also how the threads wait on each other.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--isa", choices=isa.CHOICES, default="auto", help="the ISA forced on torch and MKL")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     isa.enter(args.isa)
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     module = native_step()
     assert module is not None, "the native step is not built (python -m modelcore.decoding.native)"
     variants = [name for name in ("avx512", "avx2", "baseline") if module.use_isa(name) == name]

@@ -25,7 +25,8 @@ with the console's default views, attention rows included, at the console's defa
   runs from the cluster's `client` namespace (it re-runs itself there), its sockets go over wss through the
   proxy host's nginx to the two web hosts, its users and session are made straight in the data host's
   PostgreSQL, and the sniffer reads the data host's Redis straight (not through a link): the step latency then
-  holds the data host's link to the web host and the web host's link to the proxy, one RTT in all.
+  holds the data host's link to the web host and the web host's link to the proxy, one RTT in all. Bring the
+  cluster up with `--bench` (the limits this bench lifts on a stack of its own).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from stream import (  # noqa: E402
     SERVERS,
     cpu_model,
+    endpoint,
     free_port,
     logs_kept,
     percentile,
@@ -181,9 +183,6 @@ class Seat:
 
 async def connect(base: str, path: str, session_key: str) -> Any:
     """A socket to `base` (ws://127.0.0.1:PORT, or wss://HOST through a proxy with a certificate of its own)."""
-    import ssl
-    from urllib.parse import urlsplit
-
     from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
 
     loop = asyncio.get_running_loop()
@@ -202,17 +201,11 @@ async def connect(base: str, path: str, session_key: str) -> Any:
             if not opened.done():  # dropped before it opened: the caller retries at once, not after its timeout
                 opened.set_exception(ConnectionError(f"closed before opening ({code})"))
 
-    where = urlsplit(base)
-    secure = where.scheme == "wss"
-    factory = WebSocketClientFactory(f"{base}{path}", origin=f"{'https' if secure else 'http'}://{where.netloc}",
-                                     headers={"Cookie": f"sessionid={session_key}"})
+    url, origin, host, port, context = endpoint(base, path)
+    factory = WebSocketClientFactory(url, origin=origin, headers={"Cookie": f"sessionid={session_key}"})
     factory.protocol = Client
     factory.setProtocolOptions(openHandshakeTimeout=30)  # as a browser waits: the server's own limit decides
-    context = None
-    if secure:
-        context = ssl.create_default_context()
-        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # the cluster's own certificate
-    await loop.create_connection(factory, where.hostname, where.port or (443 if secure else 80), ssl=context)
+    await loop.create_connection(factory, host, port, ssl=context)
     return await asyncio.wait_for(opened, 30)
 
 
@@ -255,6 +248,7 @@ async def run_class(ports: list[str], prepared: dict[str, Any], args: argparse.N
 
     console = await connect(ports[0], path, prepared["teacher"])
     storm = None
+    seating_cpu = [cpu_s(pid) for pid in web_pids]
     if args.storm:
         started = time.perf_counter()
         stormed = await asyncio.gather(*(storm_seat(i, key, started) for i, key in enumerate(prepared["students"])))
@@ -270,6 +264,12 @@ async def run_class(ports: list[str], prepared: dict[str, Any], args: argparse.N
     else:
         students = await asyncio.gather(*(seat(i, key) for i, key in enumerate(prepared["students"])))
     await asyncio.sleep(1.0)  # the last snapshots and presence updates go out before the decode starts
+    # The web processes' CPU per socket seated (handshake, room snapshot, presence, retries): unlike the times
+    # above, barely moved by what else the machine runs.
+    seated_cpu_ms = round(1000 * sum(cpu_s(pid) - b for pid, b in zip(web_pids, seating_cpu, strict=True))
+                          / max(1, len(students)), 2)
+    if storm is not None:
+        storm["web_cpu_ms_per_socket"] = seated_cpu_ms
 
     cpu_before, client_before = [cpu_s(pid) for pid in web_pids], time.process_time()
     send(console, {"type": "run", "source": SOURCE, "strategy": "greedy", "min_len": args.tokens,
@@ -331,7 +331,8 @@ async def run_class(ports: list[str], prepared: dict[str, Any], args: argparse.N
         seated = [len(students) + 1]
     errors = [e for client in students for e in client.seat.errors]
     return {
-        "sockets": len(students), "frames_expected": expected * len(students), "frames_received": received,
+        "sockets": len(students), "web_cpu_ms_per_socket_seated": seated_cpu_ms,
+        "frames_expected": expected * len(students), "frames_received": received,
         "out_of_order": out_of_order, "sockets_with_every_step": whole,
         "latency_p50_ms": round(percentile(latencies, 50), 2), "latency_p99_ms": round(percentile(latencies, 99), 2),
         "latency_max_ms": round(max(latencies, default=float("nan")), 2),
@@ -501,14 +502,7 @@ def on_cluster(args: argparse.Namespace) -> int:
 
     if args.lesson:
         raise SystemExit("--lesson is not measured on a cluster")
-    state = cluster.load_state()
-    if state is None:
-        raise SystemExit("no cluster is up (sudo .venv/bin/python scripts/cluster.py up --rtt 1ms)")
-    if os.environ.get("ENCDEC_BENCH_IN_CLIENT") != cluster.namespace("client"):  # run again from the client host
-        os.environ["ENCDEC_BENCH_IN_CLIENT"] = cluster.namespace("client")
-        os.execvp("ip", ["ip", "netns", "exec", cluster.namespace("client"), sys.executable, *sys.argv])
-    info = cluster.describe(state)
-    env = dict(cluster.app_env(state, direct=True), PYTHONUNBUFFERED="1")
+    info, env = cluster.for_bench()
     prefix = f"bench-{secrets.token_hex(3)}"  # a class of its own each run, on the same database
     prepared = json.loads(subprocess.run([sys.executable, __file__, "--prepare", str(args.sockets), "--prefix", prefix,
                                           "--no-collect"], env=env, check=True, capture_output=True,

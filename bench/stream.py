@@ -21,6 +21,10 @@ moment, for several rounds. Tokens/s counts every token of a run over its wall t
 frame are the WebSocket messages' sizes by frame type. Last, one client decodes a source of
 200 characters (the longest allowed) to its end, as the page would (no min_len/max_len), timed
 from sending it to its `done`.
+
+With --cluster the same requests go to the hosts scripts/cluster.py brought up, from its `client` namespace (it
+re-runs itself there), over wss through the proxy host's nginx; bring the cluster up with `--bench` (the limits this
+bench lifts on a stack of its own).
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ def logs_kept(data_dir: Path, logs: Path | None) -> None:
             shutil.copy(log, logs / log.name)
 
 
-def prepare(data_dir: Path) -> tuple[str, str, dict[str, Any]]:
+def prepare(data_dir: Path, username: str = "bench") -> tuple[str, str, dict[str, Any]]:
     """Migrate a fresh database, make a student, register a model; returns (session cookie, model name, page request)."""
     import django
 
@@ -110,16 +114,18 @@ def prepare(data_dir: Path) -> tuple[str, str, dict[str, Any]]:
 
     from modelcore.checkpoint import SHIPPED_DIR, shipped_models
     from webapp.playground.protocol import PAGE_REQUEST
+    from webapp.registry.models import TrainedModel
     from webapp.registry.services import model_register_folder
 
     call_command("migrate", verbosity=0)
-    user = User.objects.create_user("bench", password="bench-only")
+    user = User.objects.create_user(username, password="bench-only")
     session_key = signed_in(user)
     if "zh-en-post" in shipped_models():
         folder, name = SHIPPED_DIR / "zh-en-post", "zh-en-post"
     else:
         folder, name = random_small_model(data_dir / "models" / "zh-en-random"), "zh-en-random"
-    model_register_folder(folder=folder, name=name, task="zh-en", published=True)
+    if not TrainedModel.objects.filter(name=name, published=True).exists():  # a cluster's shipped one stays as it is
+        model_register_folder(folder=folder, name=name, task="zh-en", published=True)
     return session_key, name, PAGE_REQUEST
 
 
@@ -220,7 +226,23 @@ class Request:
                                   "timings": message["timings"], "sizes": self.sizes})
 
 
-async def connect(port: int, session_key: str) -> Any:
+def endpoint(base: str, path: str) -> tuple[str, str, str, int, Any]:
+    """Where a socket to `base` (ws://127.0.0.1:PORT, or wss://HOST: a proxy with a certificate of its own) connects:
+    its URL, its page's origin, host, port and TLS context."""
+    import ssl
+    from urllib.parse import urlsplit
+
+    where = urlsplit(base)
+    secure = where.scheme == "wss"
+    context = None
+    if secure:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # the cluster's own certificate
+    return (f"{base}{path}", f"{'https' if secure else 'http'}://{where.netloc}", str(where.hostname),
+            where.port or (443 if secure else 80), context)
+
+
+async def connect(base: str, session_key: str) -> Any:
     """A WebSocket client (autobahn, installed with daphne) that timestamps each frame on arrival.
 
     The clients stand in for browsers on other machines, but here they share the stack's two
@@ -243,10 +265,10 @@ async def connect(port: int, session_key: str) -> Any:
             if self.request is not None:
                 self.request.take(at, payload)
 
-    factory = WebSocketClientFactory(f"ws://127.0.0.1:{port}/ws/decode/", origin=f"http://127.0.0.1:{port}",
-                                     headers={"Cookie": f"sessionid={session_key}"})
+    url, origin, host, port, context = endpoint(base, "/ws/decode/")
+    factory = WebSocketClientFactory(url, origin=origin, headers={"Cookie": f"sessionid={session_key}"})
     factory.protocol = Client
-    await loop.create_connection(factory, "127.0.0.1", port)
+    await loop.create_connection(factory, host, port, ssl=context)
     return await asyncio.wait_for(opened, 10)
 
 
@@ -347,12 +369,12 @@ async def long_source(client: Any, frame: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_clients(
-    port: int, session_key: str, model: str, page_request: dict[str, Any], args: argparse.Namespace,
+    base: str, session_key: str, model: str, page_request: dict[str, Any], args: argparse.Namespace,
     pids: dict[str, int],
 ) -> dict[str, Any]:
     kinds = list(REQUESTS) if args.request == "both" else [args.request]
     frames = {kind: request_frame(kind, model, SOURCE, args.tokens, page_request) for kind in kinds}
-    clients = [await connect(port, session_key) for _ in range(args.clients)]
+    clients = [await connect(base, session_key) for _ in range(args.clients)]
     for kind in kinds:  # warm the path: worker threads, model, connections, the cache comparison's table
         for client in clients[:4]:
             await decode(client, frames[kind])
@@ -388,11 +410,16 @@ def main() -> int:
     parser.add_argument("--server", choices=SERVERS, default="daphne", help="the web process's ASGI server")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "stream.json")
+    parser.add_argument("--cluster", action="store_true",
+                        help="the requests go to the hosts scripts/cluster.py brought up (as root), not a stack of its own")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--username", default="bench", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.prepare:  # the child that sets up the database (see below)
-        print(json.dumps(prepare(Path(os.environ["DATA_DIR"]))))
+        print(json.dumps(prepare(Path(os.environ["DATA_DIR"]), args.username)))
         return 0
+    if args.cluster:
+        return on_cluster(args)
 
     from scripts.redis_embedded import EmbeddedRedis
 
@@ -420,13 +447,42 @@ def main() -> int:
         wait_worker(env["REDIS_URL"])
         load_before = os.getloadavg()
         pids = {f"web ({args.server})": procs[0].pid, "worker": procs[1].pid, "clients (this process)": os.getpid()}
-        figures = asyncio.run(run_clients(port, session_key, model, page_request, args, pids))
+        figures = asyncio.run(run_clients(f"ws://127.0.0.1:{port}", session_key, model, page_request, args, pids))
         load_after = os.getloadavg()
     finally:
         for proc in procs:
             stop(proc)
         redis.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+    write_result(figures, args, model, load_before, load_after)
+    return 0
+
+
+def on_cluster(args: argparse.Namespace) -> int:
+    """The requests on scripts/cluster.py's hosts: from its client namespace, through its proxy."""
+    import secrets
+
+    from scripts import cluster
+
+    info, env = cluster.for_bench()
+    prepared = subprocess.run([sys.executable, __file__, "--prepare", "--username", f"bench-{secrets.token_hex(3)}"],
+                              env=env, check=True, capture_output=True, text=True)
+    session_key, model, page_request = json.loads(prepared.stdout.strip().splitlines()[-1])
+    hosts = info["hosts"]
+    pids = {**{f"web ({web})": hosts[web]["processes"]["web"]["pid"] for web in cluster.WEBS},
+            "worker": hosts["gpu"]["processes"]["interactive"]["pid"], "clients (this process)": os.getpid()}
+    load_before = os.getloadavg()
+    figures = asyncio.run(run_clients(info["proxy"].replace("https://", "wss://").rstrip("/"), session_key, model,
+                                      page_request, args, pids))
+    load_after = os.getloadavg()
+    figures["cluster"] = {"rtt_ms": info["rtt_ms"], "jitter_ms": info["jitter_ms"], "loss": info["loss"],
+                          "web_hosts": len(cluster.WEBS), "link_overhead": info["link_overhead"]}
+    write_result(figures, args, model, load_before, load_after)
+    return 0
+
+
+def write_result(figures: dict[str, Any], args: argparse.Namespace, model: str, load_before: tuple[float, ...],
+                 load_after: tuple[float, ...]) -> None:
     result = {
         "server": args.server,
         "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
@@ -440,7 +496,6 @@ def main() -> int:
     tmp = args.out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     tmp.replace(args.out)
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """A school's deployment on one machine: each host a network namespace on one bridge, real links between them.
 
-    sudo .venv/bin/python scripts/cluster.py up [--rtt 1ms] [--jitter 0ms] [--loss 0%]     (make cluster)
+    sudo .venv/bin/python scripts/cluster.py up [--rtt 1ms] [--jitter 0ms] [--loss 0%] [--env KEY=VALUE ...]
+                                                                                          (make cluster)
     .venv/bin/python scripts/cluster.py status [--json]
     .venv/bin/python scripts/cluster.py fault cut web1 data 10s [--mode stall|reset]
     .venv/bin/python scripts/cluster.py fault heal web1 data
     .venv/bin/python scripts/cluster.py fault shape --rtt 20ms [--jitter 2ms] [--loss 2%]
     .venv/bin/python scripts/cluster.py fault kill gpu [interactive]      (SIGKILL a host's processes, or one)
+    .venv/bin/python scripts/cluster.py commands 20s      (Redis commands by host and name, for that long)
     .venv/bin/python scripts/cluster.py down
 
 Hosts (namespace `encdec-<host>`, address 10.251.0.N/24 on the bridge `encdec-br`; the root namespace gets no
@@ -68,6 +70,12 @@ WORKERS = {  # host -> (queue, pool options), as scripts/run_stack.py starts the
             ("training", ["--pool", "prefork", "--concurrency", "1"])],
 }
 CLONE_NEWNET = 0x40000000
+# `up --bench`: the limits bench/classroom.py and bench/stream.py lift on a stack of their own. Their users' sessions
+# are written straight into the database, so no web process has seen them signed in: their sockets pay from the
+# unknown's door budget; and bench/stream.py's 32 clients are one user.
+BENCH_ENV = {"DOOR_ANONYMOUS_SOCKET_BURST": "2000", "DOOR_ANONYMOUS_SOCKETS_PER_MINUTE": "120000",
+             "PLAYGROUND_MAX_CONCURRENT": "1000", "PLAYGROUND_REQUESTS_PER_MINUTE": "100000",
+             "SOCKETS_PER_USER": "1000"}
 
 
 def address(host: str) -> str:
@@ -114,6 +122,12 @@ def fraction(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"loss must be in [0, 1): {text!r}")
     return value
+
+
+def setting(text: str) -> str:
+    if not re.fullmatch(r"[A-Z][A-Z0-9_]*=.*", text):
+        raise argparse.ArgumentTypeError(f"not KEY=VALUE: {text!r}")
+    return text
 
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -322,6 +336,7 @@ def app_env(state: dict[str, Any], *, direct: bool = False) -> dict[str, str]:
         "DEMO_PASSWORD": state["demo_password"],
         "PYTHONUNBUFFERED": "1",
     })
+    env.update(state.get("env", {}))  # the operator's own lines (up --env)
     collected = ROOT / "var" / "staticfiles"  # make setup's collectstatic: the image's static files
     if (collected / "staticfiles.json").exists():
         env["STATIC_ROOT"] = str(collected)
@@ -395,6 +410,8 @@ def up(args: argparse.Namespace) -> int:
     for sub in ("logs", "links", "proxy", "shared"):
         (folder / sub).mkdir()
     state: dict[str, Any] = {"dir": str(folder), "rtt_ms": args.rtt, "jitter_ms": args.jitter, "loss": args.loss,
+                             "env": {**(BENCH_ENV if args.bench else {}),
+                                     **dict(item.split("=", 1) for item in args.env)},
                              "namespaces": [], "bridge": None, "processes": [], "links": {},
                              "secret_key": secrets.token_urlsafe(40),
                              "demo_password": os.environ.get("DEMO_PASSWORD") or secrets.token_urlsafe(9),
@@ -470,8 +487,23 @@ def describe(state: dict[str, Any]) -> dict[str, Any]:
             "redis_url": f"redis://{address('data')}:{REDIS_PORT}/0",
             "database_url": f"postgres://encdec@{address('data')}:{PG_PORT}/encdec",
             "rtt_ms": state["rtt_ms"], "jitter_ms": state["jitter_ms"], "loss": state["loss"],
-            "link_overhead": state.get("link_overhead"), "demo_password": state["demo_password"],
+            "link_overhead": state.get("link_overhead"), "env": state.get("env", {}), "demo_password": state["demo_password"],
             "secret_key": state["secret_key"], "dir": state["dir"], "state": str(STATE)}
+
+
+def for_bench() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A benchmark pointed at the cluster (bench/classroom.py --cluster): re-runs the calling script in the client
+    namespace when it is not there yet, then gives the cluster's description (status --json) and the environment of
+    a one-off job there (straight at the data host)."""
+    state = load_state()
+    if state is None:
+        raise SystemExit("no cluster is up (sudo .venv/bin/python scripts/cluster.py up --bench --rtt 1ms)")
+    if any(state.get("env", {}).get(key) != value for key, value in BENCH_ENV.items()):
+        raise SystemExit("bring the cluster up with --bench (the limits the benchmarks lift on stacks of their own)")
+    if os.environ.get("ENCDEC_CLUSTER_CLIENT") != namespace("client"):
+        os.environ["ENCDEC_CLUSTER_CLIENT"] = namespace("client")
+        os.execvp("ip", ["ip", "netns", "exec", namespace("client"), sys.executable, *sys.argv])
+    return describe(state), dict(app_env(state, direct=True), PYTHONUNBUFFERED="1")
 
 
 def status(args: argparse.Namespace) -> int:
@@ -540,6 +572,45 @@ def fault(args: argparse.Namespace) -> int:
     return 1
 
 
+def redis_commands(seconds: float) -> dict[str, dict[str, int]]:
+    """Every command the data host's Redis runs for `seconds` (MONITOR), counted by the host that sent it (each
+    host's link connects from its address) and by name."""
+    import socket
+
+    names = {address(host): host for host in HOSTS}
+    counts: dict[str, dict[str, int]] = {}
+    with socket.create_connection((address("data"), REDIS_PORT), timeout=1) as sock:
+        sock.sendall(b"MONITOR\r\n")
+        deadline, rest = time.monotonic() + seconds, b""
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(1 << 20)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            lines = (rest + chunk).split(b"\r\n")
+            rest = lines.pop()
+            for line in lines:
+                found = re.match(rb'\+[0-9.]+ \[\d+ ([0-9.]+):\d+\] "([^"]+)"', line)
+                if found:
+                    host = names.get(found.group(1).decode(), found.group(1).decode())
+                    name = found.group(2).decode().upper()
+                    counts.setdefault(host, {}).setdefault(name, 0)
+                    counts[host][name] += 1
+    return counts
+
+
+def count_commands(args: argparse.Namespace) -> int:
+    if load_state() is None:
+        print("error: no cluster is up", file=sys.stderr)
+        return 1
+    counts = in_namespace("client", redis_commands, args.seconds)
+    print(json.dumps({host: dict(sorted(c.items(), key=lambda kv: -kv[1])) for host, c in sorted(counts.items())},
+                     indent=2))
+    return 0
+
+
 def _kill_group(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -601,6 +672,10 @@ def main() -> int:
     start.add_argument("--rtt", type=duration_ms, default=0.0, help="round trip added on every link (1ms, 20ms)")
     start.add_argument("--jitter", type=duration_ms, default=0.0, help="extra one-way delay, uniform in [0, this]")
     start.add_argument("--loss", type=fraction, default=0.0, help="segment loss (2%% or 0.02)")
+    start.add_argument("--env", action="append", default=[], type=setting, metavar="KEY=VALUE",
+                       help="a setting for every app process, as a line of the operator's .env (repeatable)")
+    start.add_argument("--bench", action="store_true",
+                       help="lift the limits the benchmarks lift on their own stacks (bench/classroom.py --cluster)")
     commands.add_parser("down", help="stop and remove everything")
     show = commands.add_parser("status", help="hosts, processes and links")
     show.add_argument("--json", action="store_true")
@@ -621,8 +696,10 @@ def main() -> int:
     kill = kinds.add_parser("kill", help="SIGKILL a host's processes (or one of them)")
     kill.add_argument("host", choices=list(HOSTS))
     kill.add_argument("process", nargs="?")
+    count = commands.add_parser("commands", help="count the data host's Redis commands by host and name (MONITOR)")
+    count.add_argument("seconds", type=duration_s)
     args = parser.parse_args()
-    return {"up": up, "down": down, "status": status, "fault": fault}[args.command](args)
+    return {"up": up, "down": down, "status": status, "fault": fault, "commands": count_commands}[args.command](args)
 
 
 if __name__ == "__main__":

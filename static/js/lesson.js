@@ -51,3 +51,17 @@ document.body.addEventListener("click", (event) => {
   form.querySelector("input[name=query]").value = chip.dataset.query;
   form.requestSubmit();
 });
+
+// A request refused at the web process's door (429: this browser asked too often) says so where its answer would
+// go, in the page's language: the door answers in plain text, a line in English, then one in Chinese.
+document.body.addEventListener("htmx:responseError", (event) => {
+  const { xhr, target } = event.detail;
+  if (xhr.status !== 429 || !target) return;
+  const lines = xhr.responseText.trim().split("\n");
+  const note = document.createElement("p");
+  note.className = "demo-error";
+  note.setAttribute("role", "alert");
+  note.dataset.code = "rate_limited";
+  note.textContent = document.documentElement.lang.startsWith("zh") ? lines[lines.length - 1] : lines[0];
+  target.replaceChildren(note);
+});

@@ -35,8 +35,13 @@ def _count(code: str, user_id: int, delta: int) -> int:
     return int(now)
 
 
-def _mark(code: str, user_id: int, present: bool) -> None:
-    Participant.objects.filter(session__code=code, user_id=user_id).update(present=present, last_seen_at=timezone.now())
+def _mark(code: str, marks: dict[int, bool]) -> None:
+    """Participants come (True) or gone (False): one UPDATE for each, however many joined at once."""
+    now = timezone.now()
+    for present in (True, False):
+        users = [user_id for user_id, mark in marks.items() if mark is present]
+        if users:
+            Participant.objects.filter(session__code=code, user_id__in=users).update(present=present, last_seen_at=now)
 
 
 def presence_list(code: str) -> dict[str, Any]:
@@ -46,11 +51,19 @@ def presence_list(code: str) -> dict[str, Any]:
     return {"type": "presence", "count": len(names), "names": names}
 
 
+def _marked_list(code: str, marks: dict[int, bool]) -> dict[str, Any]:
+    _mark(code, marks)
+    return presence_list(code)
+
+
 class PresenceBatch:
     def __init__(self) -> None:
         self.pending: set[str] = set()
+        self.marks: dict[str, dict[int, bool]] = {}  # session code -> user -> present, written with the next list
 
-    def soon(self, code: str) -> None:
+    def soon(self, code: str, user_id: int | None = None, present: bool = True) -> None:
+        if user_id is not None:
+            self.marks.setdefault(code, {})[user_id] = present
         if code in self.pending:
             return
         self.pending.add(code)
@@ -58,7 +71,8 @@ class PresenceBatch:
 
     async def _send(self, code: str) -> None:
         self.pending.discard(code)
-        frame = await database_sync_to_async(presence_list, thread_sensitive=False)(code)
+        marks = self.marks.pop(code, {})
+        frame = await database_sync_to_async(_marked_list, thread_sensitive=False)(code, marks)
         await get_channel_layer().group_send(session_group(code), event_message(frame, to="console"))
 
 
@@ -73,5 +87,4 @@ async def presence_change(code: str, user_id: int, delta: int, *, student: bool)
         return
     now = await sync_to_async(_count, thread_sensitive=False)(code, user_id, delta)
     if (delta > 0 and now == 1) or (delta < 0 and now <= 0):
-        await database_sync_to_async(_mark, thread_sensitive=False)(code, user_id, now > 0)
-        batch().soon(code)
+        batch().soon(code, user_id, now > 0)  # written with the console's next list: a class joining at once, one UPDATE

@@ -242,4 +242,6 @@ def class_scores(session: LiveSession) -> list[dict[str, Any]]:
 
 
 def score_of(session: LiveSession, user: Any) -> int:
-    return scores_by_user(session).get(user.pk, 0)
+    """This participant's right answers: one count over their own answers (a joining screen asks it; a class of
+    hundreds joining at once must not count everyone's for each)."""
+    return Answer.objects.filter(participant__session=session, participant__user=user, correct=True).count()

@@ -48,6 +48,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# Closed after each request in the tests' processes: a connection kept by a thread of the test process, a worker's or
+# a web process's would outlive its test, and PostgreSQL drops no test database while one is open.
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory: Celery worker processes started by the tests open the same database.
     DATABASES["default"]["TEST"] = {"NAME": os.path.join(_RUN, "test.sqlite3")}

@@ -211,6 +211,20 @@ function fitAnnotations(div, layout) {
   };
 }
 
+// A legend below the plot that the x axis title runs into (tick labels turned to fit long category names push the
+// title down, a phone's short plot brings the legend up): moved down past the title, as drawn.
+function clearLegend(div) {
+  const legend = div.querySelector(".legend")?.getBoundingClientRect();
+  const title = div.querySelector(".xtitle")?.getBoundingClientRect();
+  const height = div._fullLayout?._size?.h;
+  if (!legend?.height || !title?.height || !height) return undefined;
+  const across = legend.left < title.right && title.left < legend.right;
+  const overlap = title.bottom + 4 - legend.top;
+  if (!across || overlap <= 0 || legend.top < title.top) return undefined;
+  return Plotly.relayout(div, { "legend.y": (div._fullLayout.legend?.y ?? -0.22) - overlap / height,
+                                "legend.yanchor": "top" });
+}
+
 // Plotly itself: a global the page loads. A page that loads it `async` (the console's: its socket and its words come
 // first, the library after) draws once it has run; one that only preloads it (a student's live session: on a phone the
 // charts sit below the fold, and running the library costs the throttled main thread a second) runs it when the first
@@ -265,7 +279,8 @@ export function plot(element, data, layout = {}, { alt = "", config = {} } = {})
   const refitNotes = fitAnnotations(div, styled);
   div.setAttribute("role", "img");
   div.setAttribute("aria-label", describe(data, layout, alt));
-  return track(Plotly.react(div, plotTexts(data), styled, settings).then(refit).then(refitNotes).then(() => div));
+  return track(Plotly.react(div, plotTexts(data), styled, settings).then(refit).then(refitNotes)
+    .then(() => clearLegend(div)).then(() => div));
 }
 
 // A colour for a concept the data names (an arm's label, a metric's key), or none to take the colourway's next.

@@ -307,10 +307,15 @@ int variant_named(std::string name) {
 }
 
 // MODELCORE_ISA, else ATEN_CPU_CAPABILITY (forcing torch's kernels forces these too), else the CPU's best.
+// A name torch knows and these kernels do not (zvector, vsx, sve256: other CPUs) leaves the choice to the CPU.
 int variant_from_environment() {
-  for (const char* variable : {"MODELCORE_ISA", "ATEN_CPU_CAPABILITY"}) {
-    const char* value = std::getenv(variable);
-    if (value != nullptr && *value != '\0') return variant_named(value);
+  const char* ours = std::getenv("MODELCORE_ISA");
+  if (ours != nullptr && *ours != '\0') return variant_named(ours);
+  const char* torch_isa = std::getenv("ATEN_CPU_CAPABILITY");
+  if (torch_isa != nullptr) {
+    std::string name(torch_isa);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (name == "avx512" || name == "avx2" || name == "default") return variant_named(name);
   }
   return best_variant();
 }

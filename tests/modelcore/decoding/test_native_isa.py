@@ -59,3 +59,13 @@ def test_the_isa_is_read_from_modelcore_isa_and_a_wrong_name_is_refused(monkeypa
     assert module is not None
     with pytest.raises(RuntimeError, match="unknown ISA 'avx513'"):
         module.use_isa("avx513")
+
+
+def test_a_torch_capability_of_another_cpu_family_leaves_the_choice_to_the_cpu() -> None:
+    # ATEN_CPU_CAPABILITY also names ARM's and POWER's kernels; the step must not refuse to run on them.
+    chosen = "from modelcore.decoding.native import native_step; print(native_step().isa())"
+    env = {k: v for k, v in os.environ.items() if k not in ("MODELCORE_ISA", "ATEN_CPU_CAPABILITY")}
+    own, other = (subprocess.run([sys.executable, "-c", chosen], cwd=ROOT, env={**env, **extra}, capture_output=True,
+                                 text=True, timeout=300, check=True).stdout.split()[-1]
+                  for extra in ({}, {"ATEN_CPU_CAPABILITY": "sve256"}))
+    assert own == other != ""

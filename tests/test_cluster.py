@@ -1,0 +1,143 @@
+"""scripts/cluster.py: a school's hosts as network namespaces (nginx with TLS, two web hosts, gpu, cpu and data), every
+link at an RTT of 1 ms. A class of 50 students and the console follow a run over wss while web1 is cut from the data
+host (its Redis and PostgreSQL) for 5 s. Every screen must end with the whole run or a named error frame, and
+`down` must leave no namespace, bridge or folder behind, whatever happened.
+
+Needs root, `ip`, nginx, redis-server and PostgreSQL 15 (scripts/ensure_system_packages.sh installs them, as
+`make test` does for nginx); skipped where they are missing or a cluster is up already."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from scripts import cluster
+from tests.webapp.classroom.test_rolling_restart import STEPS, Screen, _take
+
+pytestmark = [pytest.mark.slow, pytest.mark.services]
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+STUDENTS = 50
+PACE_MS = 150  # STEPS (60) as test_rolling_restart's run
+CUT_AT_STEP, CUT_S = 10, 5.0
+FIRST_RETRY_S, LONGEST_RETRY_S = 0.5, 8.0  # static/js/socket.js
+ORIGIN = f"https://{cluster.address('proxy')}"
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    for tool in ("ip", "nginx", "redis-server", "openssl", "setpriv"):
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+            return f"needs {tool}"
+    if not (cluster.PG_BIN / "postgres").exists():
+        return "needs PostgreSQL 15"
+    if subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count(cluster.PREFIX):
+        return "a cluster is up already"
+    return None
+
+
+def finished(screen: Screen) -> bool:
+    """The whole run on the screen, or a named error frame (what the page shows instead)."""
+    return screen.whole() or any(frame.get("code") for frame in screen.told)
+
+
+def _tls() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # the cluster's own certificate
+    return context
+
+
+async def follow(url: str, screen: Screen, until: float, on_frame: Any) -> None:
+    """Keep the tab open until the run is whole or a named error came (or `until`), reconnecting after each drop as
+    static/js/socket.js does and taking each frame as the page does (test_rolling_restart's tab)."""
+    retry = FIRST_RETRY_S
+    while time.monotonic() < until and not finished(screen):
+        dropped = screen.drops[-1] if screen.drops else None
+        try:
+            async with connect(url, ssl=_tls(), origin=ORIGIN, additional_headers={"Cookie": screen.cookie},
+                               open_timeout=15, close_timeout=2) as ws:
+                retry = FIRST_RETRY_S
+                while not finished(screen):
+                    frame = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, until - time.monotonic())))
+                    await _take(ws, screen, frame, dropped)
+                    dropped = None
+                    await on_frame(screen, frame)
+        except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError):
+            if time.monotonic() >= until:
+                return
+            screen.drops.append(time.monotonic())
+            await asyncio.sleep(retry * random.uniform(0.8, 1.2))
+            retry = min(retry * 2, LONGEST_RETRY_S)
+
+
+async def scenario(url: str, teacher: str, students: list[str], web1_links: Path) -> dict[str, Any]:
+    console, screens = Screen(f"sessionid={teacher}"), [Screen(f"sessionid={key}") for key in students]
+    # The console starts the run once it has joined (a second after, as test_rolling_restart's does); a student
+    # who joins later gets the run so far in a `state` frame.
+    console.first_frames = [{"type": "run", "source": "昨天我在花园里画了三条大鱼。", "strategy": "greedy",
+                             "min_len": STEPS, "max_len": STEPS, "pace_ms": PACE_MS, "step_mode": False}]
+    until = time.monotonic() + 150
+    cut: dict[str, float] = {}
+
+    async def on_frame(screen: Screen, frame: dict[str, Any]) -> None:
+        if frame["type"] == "token" and frame["seq"] == CUT_AT_STEP and not cut:
+            cut["at"] = time.monotonic()
+            cluster.control(web1_links, {"op": "cut", "peer": "data", "seconds": CUT_S, "mode": "stall"})
+
+    await asyncio.gather(*(follow(url, s, until, on_frame) for s in [console, *screens]))
+    ended = time.monotonic()
+    return {"screens": [console, *screens], "cut_at": cut.get("at"), "ended_after_cut_s": ended - cut.get("at", ended)}
+
+
+@pytest.fixture
+def school(tmp_path: Path) -> Any:
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    env = dict(os.environ, ENCDEC_CLUSTER_STATE=str(tmp_path / "cluster.json"))
+    try:
+        up = subprocess.run([PYTHON, "scripts/cluster.py", "up", "--bench", "--rtt", "1ms"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        yield json.loads((tmp_path / "cluster.json").read_text())
+    finally:
+        down = subprocess.run([PYTHON, "scripts/cluster.py", "down"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=120)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert cluster.PREFIX not in left, f"namespaces left behind: {left}\n{down.stderr}"
+        assert subprocess.run(["ip", "link", "show", cluster.BRIDGE], capture_output=True).returncode != 0
+        assert not (tmp_path / "cluster.json").exists()
+
+
+def test_a_class_through_a_5_s_cut_between_web1_and_the_data_host_ends_whole_or_told(school: dict[str, Any]) -> None:
+    assert Path(school["dir"]).exists()
+    made = subprocess.run(["ip", "netns", "exec", cluster.namespace("client"), PYTHON, "bench/classroom.py",
+                           "--prepare", str(STUDENTS), "--prefix", "cut", "--no-collect"], cwd=ROOT,
+                          env=cluster.app_env(school, direct=True), capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr[-3000:]
+    prepared = json.loads(made.stdout.strip().splitlines()[-1])
+    url = f"wss://{cluster.address('proxy')}/ws/classroom/{prepared['code']}/"
+    result = cluster.in_namespace("client", asyncio.run, scenario(url, prepared["teacher"], prepared["students"],
+                                                                 Path(school["links"]["web1"])))
+    screens = result["screens"]
+    whole = sum(s.whole() for s in screens)
+    told = [frame.get("code") for s in screens if not s.whole() for frame in s.told]
+    print(f"{whole} of {len(screens)} screens whole, told: {told}, drops: {sum(len(s.drops) for s in screens)}, "
+          f"the last {result['ended_after_cut_s']:.1f} s after the cut began")
+    assert result["cut_at"] is not None, "the run never reached the step the cut waits for"
+    lost = [(i, s.steps()[-5:], [f.get("code") for f in s.told]) for i, s in enumerate(screens) if not finished(s)]
+    assert not lost, f"screens with neither the whole run nor a named error: {lost[:5]}"

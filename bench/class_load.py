@@ -626,6 +626,7 @@ class Abuser:
                         return
                     self.counts["demo POSTs"] += 1
                     await post_demo(http, self.base, kind, form, token, self.tally, "abuser")
+                self.counts["loops out of uncached combinations"] += 1  # idle for the rest of the phase
 
             await asyncio.gather(*(flood() for _ in range(connections)))
 

@@ -202,6 +202,26 @@ def test_the_session_of_a_signed_in_request_becomes_known_and_an_anonymous_one_d
     assert "made-up-cookie-value" not in door._known
 
 
+def test_with_the_default_budgets_a_class_of_200_behind_one_address_loads_its_pages_at_once(settings):
+    settings.DOOR_LIMITS = True  # the shipped budgets otherwise
+    door.forget_known()
+    students = [f"student-{i}" for i in range(200)]
+    app, inner = door_for(*students)
+
+    async def scenario():
+        pages = await asyncio.gather(*(call(app, f"{key} {i}", key, path=path) for key in students
+                                       for i, path in enumerate(["/lesson/encoder/", "/static/css/site.css",
+                                                                 "/static/js/lesson.js", "/lesson/demo/encoder/"] * 2)))
+        sockets = await asyncio.gather(*(call(app, f"{key} ws", key, path="/ws/notify/", kind="websocket")
+                                         for key in students))
+        return pages, sockets
+
+    pages, sockets = asyncio.run(scenario())
+    door.forget_known()
+    assert {status(sent) for sent in pages} == {200} and len(pages) == 1600
+    assert all(sent == [{"type": "websocket.accept"}] for sent in sockets)
+
+
 def test_off_the_door_lets_everything_through(budgets):
     budgets.DOOR_LIMITS = False
     budgets.DOOR_ANONYMOUS_BURST = 1

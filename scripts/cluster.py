@@ -7,6 +7,7 @@
     .venv/bin/python scripts/cluster.py fault heal web1 data
     .venv/bin/python scripts/cluster.py fault shape --rtt 20ms [--jitter 2ms] [--loss 2%]
     .venv/bin/python scripts/cluster.py fault kill gpu [interactive]      (SIGKILL a host's processes, or one)
+    .venv/bin/python scripts/cluster.py fault restart data redis [--after 3s]   (SIGKILL, then start it again)
     .venv/bin/python scripts/cluster.py commands 20s      (Redis commands by host and name, for that long)
     .venv/bin/python scripts/cluster.py down
 
@@ -240,7 +241,8 @@ def spawn(state: dict[str, Any], host: str, name: str, argv: list[str], env: dic
         proc = subprocess.Popen([*prefix, *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_raise_nofile)
     state["processes"].append({"host": host, "name": name, "pid": proc.pid, "log": str(log),
-                               "stop_signal": int(stop_signal)})
+                               "stop_signal": int(stop_signal), "argv": argv, "user": user,
+                               "app": env.get("DJANGO_SETTINGS_MODULE") == "webapp.settings.production"})
     save_state(state)
     return proc.pid
 
@@ -559,7 +561,7 @@ def fault(args: argparse.Namespace) -> int:
         save_state(state)
         print(f"every link: rtt {state['rtt_ms']:g} ms, jitter {state['jitter_ms']:g} ms, loss {state['loss']:.2%}")
         return 0
-    if args.fault == "kill":
+    if args.fault in ("kill", "restart"):
         hit = [p for p in state["processes"] if p["host"] == args.host and (args.process is None or
                                                                             p["name"] == args.process)]
         if not hit:
@@ -567,7 +569,15 @@ def fault(args: argparse.Namespace) -> int:
             return 1
         for proc in hit:
             _kill_group(proc["pid"], signal.SIGKILL)
-            print(f"killed {proc['host']}/{proc['name']} (pid {proc['pid']})")
+            print(f"killed {proc['host']}/{proc['name']} (pid {proc['pid']})", flush=True)
+        if args.fault == "restart":
+            time.sleep(args.after)
+            for proc in hit:
+                state["processes"].remove(proc)
+                env = app_env(state) if proc.get("app") else dict(os.environ, PYTHONUNBUFFERED="1")
+                pid = spawn(state, proc["host"], proc["name"], proc["argv"], env, user=proc.get("user"),
+                            stop_signal=proc.get("stop_signal", signal.SIGTERM))
+                print(f"started {proc['host']}/{proc['name']} again (pid {pid})")
         return 0
     return 1
 
@@ -696,6 +706,10 @@ def main() -> int:
     kill = kinds.add_parser("kill", help="SIGKILL a host's processes (or one of them)")
     kill.add_argument("host", choices=list(HOSTS))
     kill.add_argument("process", nargs="?")
+    restart = kinds.add_parser("restart", help="SIGKILL a host's processes (or one), then start them again")
+    restart.add_argument("host", choices=list(HOSTS))
+    restart.add_argument("process", nargs="?")
+    restart.add_argument("--after", type=duration_s, default=0.0, help="how long it stays down (e.g. 3s)")
     count = commands.add_parser("commands", help="count the data host's Redis commands by host and name (MONITOR)")
     count.add_argument("seconds", type=duration_s)
     args = parser.parse_args()

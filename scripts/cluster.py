@@ -62,7 +62,8 @@ SUBNET = "10.251.0"
 HOSTS = {"proxy": 10, "web1": 11, "web2": 12, "gpu": 21, "cpu": 22, "data": 30, "client": 100}
 WEBS = ("web1", "web2")
 WEB_PORT, REDIS_PORT, PG_PORT = 8000, 6379, 5432
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+PG_BIN = max(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+             default=Path("/usr/lib/postgresql/15/bin"))  # Debian's newest installed
 PACKAGES = ("nginx-light", "redis-server", "postgresql", "openssl", "iproute2")
 WORKERS = {  # host -> (queue, pool options), as scripts/run_stack.py starts them
     "gpu": [("interactive", ["--pool", "threads", "--concurrency", "4"]),
@@ -490,7 +491,7 @@ def describe(state: dict[str, Any]) -> dict[str, Any]:
             "database_url": f"postgres://encdec@{address('data')}:{PG_PORT}/encdec",
             "rtt_ms": state["rtt_ms"], "jitter_ms": state["jitter_ms"], "loss": state["loss"],
             "link_overhead": state.get("link_overhead"), "env": state.get("env", {}), "demo_password": state["demo_password"],
-            "secret_key": state["secret_key"], "dir": state["dir"], "state": str(STATE)}
+            "dir": state["dir"], "state": str(STATE)}
 
 
 def for_bench() -> tuple[dict[str, Any], dict[str, Any]]:

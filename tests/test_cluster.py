@@ -3,7 +3,7 @@ link at an RTT of 1 ms. A class of 50 students and the console follow a run over
 host (its Redis and PostgreSQL) for 5 s. Every screen must end with the whole run or a named error frame, and
 `down` must leave no namespace, bridge or folder behind, whatever happened.
 
-Needs root, `ip`, nginx, redis-server and PostgreSQL 15 (scripts/ensure_system_packages.sh installs them, as
+Needs root, `ip`, nginx, redis-server and PostgreSQL's server (scripts/ensure_system_packages.sh installs them, as
 `make test` does for nginx); skipped where they are missing or a cluster is up already."""
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _missing() -> str | None:
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             return f"needs {tool}"
     if not (cluster.PG_BIN / "postgres").exists():
-        return "needs PostgreSQL 15"
+        return "needs PostgreSQL's server"
     if subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count(cluster.PREFIX):
         return "a cluster is up already"
     return None

@@ -1,6 +1,6 @@
 // A live session's page, for the students (follow) and the instructor (console): the /ws/classroom/<code>/
 // socket, the output, the question card, and the playground's own views (playground_views.js).
-import { COLORS, drawFigureSets, plot } from "./figure_style.js";
+import { COLORS, drawFigureSets, plot, plotlySoon } from "./figure_style.js";
 import { showCoverage } from "./coverage.js";
 import { showJudgement } from "./playground_judgement.js";
 import { Views, applyAttentionFrame } from "./playground_views.js";
@@ -101,6 +101,7 @@ const handlers = {
     if (frame.demo) showDemo(frame.demo);
     if (frame.reveal) handlers.reveal(frame.reveal); // the room as it is: the last reveal (an experiment's result)
     page.setAttribute("aria-busy", "false"); // the session's state has come: the page shows what it holds
+    plotlySoon(); // the charts further down, and the next step's, then wait for their drawing only
   },
   start(frame) {
     begin(frame);
@@ -529,7 +530,7 @@ function showLesson(frame) {
     for (const node of nodes) node.querySelectorAll(".demo, script:not([type='application/json'])").forEach((e) => e.remove());
     box.replaceChildren(...nodes.filter((node) => !node.matches(".demo")));
     if (!nodes.length) throw new Error("no such part");
-    drawFigureSets(box);
+    drawFigureSets(box, { lazy: true });
   }).catch(() => {
     if (shown === lessonShown) box.textContent = say("lesson_failed");
   }).finally(() => {
@@ -629,7 +630,7 @@ function showFragment(frame, url, line, before = async () => {}) {
     const result = $("cr-demo-result");
     result.innerHTML = html; // the server's own fragment: every value in it escaped by the template
     const replay = before(result);
-    drawFigureSets(result);
+    drawFigureSets(result, { lazy: true });
     return replay;
   }).catch(() => {
     if (shown === demoShown) $("cr-demo-status").textContent = say("lesson_failed");

@@ -213,16 +213,17 @@ function fitAnnotations(div, layout) {
 
 // A legend below the plot that the x axis title runs into (tick labels turned to fit long category names push the
 // title down, a phone's short plot brings the legend up): moved down past the title, as drawn.
-function clearLegend(div) {
+function clearLegend(div, tries = 3) {
   const legend = div.querySelector(".legend")?.getBoundingClientRect();
   const title = div.querySelector(".xtitle")?.getBoundingClientRect();
   const height = div._fullLayout?._size?.h;
   if (!legend?.height || !title?.height || !height) return undefined;
   const across = legend.left < title.right && title.left < legend.right;
   const overlap = title.bottom + 4 - legend.top;
-  if (!across || overlap <= 0 || legend.top < title.top) return undefined;
+  if (!across || overlap <= 0) return undefined;
+  // The legend's room comes out of the plot's height, which moves the title: measured again after each move.
   return Plotly.relayout(div, { "legend.y": (div._fullLayout.legend?.y ?? -0.22) - overlap / height,
-                                "legend.yanchor": "top" });
+                                "legend.yanchor": "top" }).then(() => (tries > 1 ? clearLegend(div, tries - 1) : undefined));
 }
 
 // Plotly itself: a global the page loads. A page that loads it `async` (the console's: its socket and its words come
@@ -250,10 +251,16 @@ export function plotlyLoaded() {
   return loading;
 }
 
-// Plotly run ahead of need: once the page has settled (what it started is on screen) and the main thread is idle, so
-// a reader who then scrolls to a chart waits for the drawing only.
+// Plotly run ahead of need, so a reader who then scrolls to a chart waits for the drawing only. On a wide screen at
+// once: the room's charts are mostly in view, and running the library overlaps the fetch of the room's fragments. On
+// a narrow one (a phone, whose charts sit below the fold and whose main thread is slow) once the page has settled
+// (what it started is on screen) and the main thread is idle.
 export function plotlySoon() {
   if (window.Plotly || loading) return;
+  if (window.innerWidth >= NARROW_PX) {
+    plotlyLoaded().catch(() => {});
+    return;
+  }
   const idle = () => (window.requestIdleCallback
     ? requestIdleCallback(() => plotlyLoaded().catch(() => {}), { timeout: 2000 })
     : setTimeout(() => plotlyLoaded().catch(() => {}), 200));

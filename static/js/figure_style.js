@@ -216,8 +216,11 @@ function fitAnnotations(div, layout) {
 function clearLegend(div, tries = 3) {
   const legend = div.querySelector(".legend")?.getBoundingClientRect();
   const title = div.querySelector(".xtitle")?.getBoundingClientRect();
-  const height = div._fullLayout?._size?.h;
+  const size = div._fullLayout?._size;
+  const height = size?.h;
   if (!legend?.height || !title?.height || !height) return undefined;
+  const below = div.getBoundingClientRect().top + size.t + height - 1; // the plot area's bottom edge
+  if (legend.top < below || title.top < below) return undefined; // only a legend and a title both under the plot
   const across = legend.left < title.right && title.left < legend.right;
   const overlap = title.bottom + 4 - legend.top;
   if (!across || overlap <= 0) return undefined;

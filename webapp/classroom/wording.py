@@ -16,7 +16,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from webapp.core.figure_style import label_text
-from webapp.experiments.figures import verdict_sentence
+from webapp.experiments.figures import machine_words, verdict_sentence
 from webapp.lesson.content import PREDICTIONS, exercise_question
 from webapp.lesson.figures import ARM_LABELS, arm_label
 from webapp.lesson.services import TRAIN_KINDS
@@ -127,8 +127,10 @@ def reveal_for(frame: dict[str, Any], language: str) -> dict[str, Any]:
     shown = {**frame, "labels": found["labels"]}
     if "explanation" in found:
         shown["explanation"] = found["explanation"]
-    verdict = (frame.get("experiment") or {}).get("verdict")
-    if verdict:
+    experiment = frame.get("experiment") or {}
+    if experiment.get("verdict") or experiment.get("machine"):
         with translation.override(language):
-            shown["experiment"] = {**frame["experiment"], "sentence": verdict_sentence(verdict)}
+            shown["experiment"] = {**experiment,
+                                   **({"sentence": verdict_sentence(experiment["verdict"])} if experiment.get("verdict") else {}),
+                                   **({"machine": machine_words(experiment["machine"])} if experiment.get("machine") else {})}
     return shown

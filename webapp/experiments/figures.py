@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from django.utils.translation import gettext as _
-from django.utils.translation import pgettext
+from django.utils.translation import ngettext, pgettext
 
 from webapp.core.figure_style import COLORS, COLORWAY, label_text
 from webapp.experiments.pages import DEPTHS
@@ -401,13 +402,34 @@ def run_figures(kind: str, result: dict[str, Any]) -> dict[str, Figure]:
     return residual_figures({"drift": result}) if kind == "drift" else {}
 
 
+# modelcore.experiments.sweep.machine()'s words: "AMD EPYC, 2 cores, torch 2.13.0+cpu, 1 thread" (parts that trained
+# on several machines joined by " + ").
+MACHINE = re.compile(r"^(?P<cpu>.+), (?P<cores>\d+) cores?, torch (?P<torch>\S+), (?P<threads>\d+) threads?$")
+
+
+def machine_words(machine: str) -> str:
+    """The machine a result was computed on, in the reader's language (its CPU's name as it is)."""
+    said = []
+    for part in machine.split(" + "):
+        found = MACHINE.match(part)
+        if found is None:
+            said.append(part)
+            continue
+        cores, threads = int(found["cores"]), int(found["threads"])
+        said.append(_("%(cpu)s, %(cores)s, PyTorch %(torch)s, %(threads)s") % {
+            "cpu": found["cpu"], "torch": found["torch"],
+            "cores": ngettext("%(n)d core", "%(n)d cores", cores) % {"n": cores},
+            "threads": ngettext("%(n)d thread", "%(n)d threads", threads) % {"n": threads}})
+    return " + ".join(said)
+
+
 def over_seeds(result: dict[str, Any] | None) -> dict[str, Any] | None:
     """What a page says of a comparison's kept sweep beside its one-seed run (experiments/partials/over_seeds.html):
     the verdict in the reader's language, the seeds and the machine; None without a sweep or a verdict."""
     if not result or not result.get("verdict"):
         return None
     return {"sentence": verdict_sentence(result["verdict"]), "seeds": len(result["seeds"]),
-            "machine": result.get("machine", "")}
+            "machine": machine_words(result.get("machine", ""))}
 
 
 def result_context(kind: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -416,4 +438,4 @@ def result_context(kind: str, result: dict[str, Any]) -> dict[str, Any]:
     return {"figures": run_figures(kind, result),
             "zeros": zero_layers(result) if kind in ("compare", "norms") else [],
             "verdict": verdict_sentence(result.get("verdict")) if kind == "sweep" else "",
-            "machine": result.get("machine", "")}
+            "machine": machine_words(result.get("machine", ""))}

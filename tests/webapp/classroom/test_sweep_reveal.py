@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 from channels.db import database_sync_to_async as db
+from django.utils import translation
 
 from tests.fixtures.classroom import seat, until
 from tests.fixtures.experiments import MACHINE, kept_sweep
+from webapp.experiments.figures import machine_words
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -41,8 +43,12 @@ async def test_arms_that_overlap_over_the_seeds_reveal_no_reliable_difference_an
     assert told.startswith("No reliable difference: d_ff = 2 × d_model lowest in 4 of 8 seeds: mean 0.54 ± 0.0")
     assert "种子" in reveal_zh["experiment"]["sentence"] and reveal["experiment"]["verdict"]["reliable"] is False
     assert 'data-testid="verdict"' in reveal["html"] and 'data-testid="plot-loss"' in reveal["html"]
-    assert reveal["experiment"]["kept"] is True and reveal["experiment"]["machine"] == MACHINE  # said on the screens
-    assert f"Computed on {MACHINE}." in reveal["html"] and f"计算于 {MACHINE}" in reveal_zh["html"]
+    with translation.override("zh-hans"):
+        machine_zh = machine_words(MACHINE)
+    assert machine_zh == "AMD EPYC，2 核，PyTorch 2.13.0+cpu，1 个线程"  # each screen names the machine in its words
+    assert reveal["experiment"]["kept"] is True and reveal["experiment"]["machine"] == machine_words(MACHINE)
+    assert reveal_zh["experiment"]["machine"] == machine_zh
+    assert f"Computed on {machine_words(MACHINE)}." in reveal["html"] and f"计算于 {machine_zh}" in reveal_zh["html"]
     for ws in (console, ws_ann, ws_bob):
         await ws.disconnect()
 

@@ -6,7 +6,7 @@ import pytest
 from django.utils import translation
 
 from modelcore.experiments.verdict import verdict
-from webapp.experiments.figures import run_figures, verdict_sentence
+from webapp.experiments.figures import machine_words, run_figures, verdict_sentence
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import params_key
 
@@ -106,7 +106,7 @@ def test_a_page_quotes_a_comparison_s_kept_sweep_beside_its_one_seed_run(client_
                seeds=16)
     page = client_as(student).get(path).content.decode()
     said = page.split(f'data-testid="over-seeds-{testid}">')[1].split("</p>")[0]
-    assert said.startswith(f"This run is one seed (seed 0). Over 16 seeds, trained on {MACHINE}: No reliable")
+    assert said.startswith(f"This run is one seed (seed 0). Over 16 seeds, trained on {machine_words(MACHINE)}: No reliable")
 
 
 def test_the_norm_position_page_quotes_the_shipped_warmup_sweep(client_as, student):
@@ -117,7 +117,7 @@ def test_the_norm_position_page_quotes_the_shipped_warmup_sweep(client_as, stude
     shipped = json.loads(defaults_path("sweeps").read_text(encoding="utf-8"))["warmup"]["result"]
     page = client_as(student).get("/experiments/norm-position/").content.decode()
     said = page.split('data-testid="over-seeds-warmup">')[1].split("</p>")[0]
-    assert said == (f"This run is one seed (seed 0). Over 16 seeds, trained on {shipped['machine']}: "
+    assert said == (f"This run is one seed (seed 0). Over 16 seeds, trained on {machine_words(shipped['machine'])}: "
                     f"{verdict_sentence(shipped['verdict'])}")
     assert said.endswith("Answer: with warmup. with warmup lowest in 16 of 16 seeds: mean 2.28 ± 0.03 against "
                          "without warmup 2.98 ± 0.02 (± one standard error).")

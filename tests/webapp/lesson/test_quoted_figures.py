@@ -294,7 +294,7 @@ def test_the_vocabulary_matrices_share_is_computed_from_the_sizes(client_as, stu
 def test_a_finished_comparison_quotes_its_shipped_sweep_over_the_seeds(client_as, student, mask_result, language):
     from django.utils import translation
 
-    from webapp.experiments.figures import verdict_sentence
+    from webapp.experiments.figures import machine_words, verdict_sentence
     from webapp.experiments.pages import defaults_path
 
     shipped = json.loads(defaults_path("lesson-sweeps").read_text(encoding="utf-8"))["mask"]["result"]
@@ -302,9 +302,10 @@ def test_a_finished_comparison_quotes_its_shipped_sweep_over_the_seeds(client_as
                                      status=TrainingRun.Status.SUCCEEDED, progress=1.0)
     text = " ".join(text_of(get(client_as(student), f"/lesson/runs/{run.pk}/", language)).split())
     with translation.override({"zh": "zh-hans", "en": "en"}[language]):
-        verdict = verdict_sentence(shipped["verdict"])
-    said = {"en": f"This run is one seed (seed 0). Over 16 seeds, trained on {shipped['machine']}: {verdict}",
-            "zh": f"这次运行只是一个种子（种子 0）。在 {shipped['machine']} 上用 16 个种子训练的结果：{verdict}"}[language]
+        verdict, machine = verdict_sentence(shipped["verdict"]), machine_words(shipped["machine"])
+    assert ("1 个线程" if language == "zh" else "1 thread") in machine  # the machine in the reader's words
+    said = {"en": f"This run is one seed (seed 0). Over 16 seeds, trained on {machine}: {verdict}",
+            "zh": f"这次运行只是一个种子（种子 0）。在 {machine} 上用 16 个种子训练的结果：{verdict}"}[language]
     assert said in text and shipped["verdict"]["answer"] == "no mask"
 
 

@@ -172,7 +172,7 @@ class Door:
         """Spend this request's tokens, or the wait until they are there (nothing spent); the lane and key that made
         it wait, and whether its session is known."""
         now = time.monotonic()
-        session = _session_key(scope)
+        session = session_key(scope)
         path = scope.get("path", "")
         if session is not None and session in _known:
             charges = [(self.session, session, "session"), (self.address, address, "address")]
@@ -225,7 +225,8 @@ class Door:
             await refuse_handshake(receive, send, seconds, words=known)
 
 
-def _session_key(scope: dict[str, Any]) -> str | None:
+def session_key(scope: dict[str, Any]) -> str | None:
+    """The session cookie's value in an ASGI scope (None without one), read without Django's session."""
     for name, value in scope.get("headers", ()):
         if name == b"cookie":
             return parse_cookie(value.decode("latin-1")).get(settings.SESSION_COOKIE_NAME) or None
@@ -246,14 +247,19 @@ async def too_many_requests(send: Any, seconds: int) -> None:
 async def refuse_handshake(receive: Any, send: Any, seconds: int, *, words: bool) -> None:
     """A signed-in page's socket is told why (`error` rate_limited with retry_after, then close 4429); anything else
     is refused in the handshake (HTTP 403), the cheapest answer."""
-    message = await receive()
-    if message.get("type") != "websocket.connect":
-        return
     if not words:
-        await send({"type": "websocket.close", "code": REFUSED_CLOSE})
+        if (await receive()).get("type") == "websocket.connect":
+            await send({"type": "websocket.close", "code": REFUSED_CLOSE})
+        return
+    await say_and_close(receive, send, {"type": "error", "code": "rate_limited", "retry_after": seconds,
+                                        "message": f"too many connections from you at once; trying again in {seconds} s"},
+                        REFUSED_CLOSE)
+
+
+async def say_and_close(receive: Any, send: Any, frame: dict[str, Any], code: int) -> None:
+    """A socket refused before any consumer: accepted, told why in one frame, closed with `code`."""
+    if (await receive()).get("type") != "websocket.connect":
         return
     await send({"type": "websocket.accept"})
-    text = json.dumps({"type": "error", "code": "rate_limited", "retry_after": seconds,
-                       "message": f"too many connections from you at once; trying again in {seconds} s"})
-    await send({"type": "websocket.send", "text": text})
-    await send({"type": "websocket.close", "code": REFUSED_CLOSE})
+    await send({"type": "websocket.send", "text": json.dumps(frame)})
+    await send({"type": "websocket.close", "code": code})

@@ -24,7 +24,6 @@ processes each holds what its own views and sockets refused.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import threading
 import time
@@ -32,9 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.http import parse_cookie
 
-from webapp.live.door import too_many_requests
+from webapp.live.door import say_and_close, session_key, too_many_requests
 from webapp.live.socket_guard import TOO_MANY_CLOSE
 
 HOLD_S = 2.0  # the longest a request is held before Django sees it
@@ -109,11 +107,8 @@ class HoldRefused:
 
     @staticmethod
     def _refusal(scope: dict[str, Any]) -> _Refusal | None:
-        cookie = next((value for name, value in scope.get("headers", ()) if name == b"cookie"), None)
-        if cookie is None:
-            return None
-        key = parse_cookie(cookie.decode("latin-1")).get(settings.SESSION_COOKIE_NAME)
-        if not key:
+        key = session_key(scope)
+        if key is None:
             return None
         path = scope.get("path", "")
         for prefix in _prefixes:
@@ -126,12 +121,6 @@ class HoldRefused:
 
 async def _too_many_sockets(receive: Any, send: Any) -> None:
     """What JsonSocket answers a socket past SOCKETS_PER_USER, said at the door (no session, user or role read)."""
-    message = await receive()
-    if message.get("type") != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    text = json.dumps({"type": "error", "code": "too_many_sockets",
-                       "message": f"you have {settings.SOCKETS_PER_USER} connections open already; "
-                                  "close a tab and this one connects again"})
-    await send({"type": "websocket.send", "text": text})
-    await send({"type": "websocket.close", "code": TOO_MANY_CLOSE})
+    await say_and_close(receive, send, {"type": "error", "code": "too_many_sockets",
+                                        "message": f"you have {settings.SOCKETS_PER_USER} connections open already; "
+                                                   "close a tab and this one connects again"}, TOO_MANY_CLOSE)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import shutil
 import ssl
 import subprocess
@@ -21,10 +20,9 @@ from typing import Any
 
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from scripts import cluster
-from tests.webapp.classroom.test_rolling_restart import STEPS, Screen, _take
+from tests.webapp.classroom.test_rolling_restart import STEPS, Screen, reconnecting
 
 pytestmark = [pytest.mark.slow, pytest.mark.services]
 
@@ -33,7 +31,6 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "py
 STUDENTS = 50
 PACE_MS = 150  # STEPS (60) as test_rolling_restart's run
 CUT_AT_STEP, CUT_S = 10, 5.0
-FIRST_RETRY_S, LONGEST_RETRY_S = 0.5, 8.0  # static/js/socket.js
 ORIGIN = f"https://{cluster.address('proxy')}"
 
 
@@ -62,26 +59,11 @@ def _tls() -> ssl.SSLContext:
 
 
 async def follow(url: str, screen: Screen, until: float, on_frame: Any) -> None:
-    """Keep the tab open until the run is whole or a named error came (or `until`), reconnecting after each drop as
-    static/js/socket.js does and taking each frame as the page does (test_rolling_restart's tab)."""
-    retry = FIRST_RETRY_S
-    while time.monotonic() < until and not finished(screen):
-        dropped = screen.drops[-1] if screen.drops else None
-        try:
-            async with connect(url, ssl=_tls(), origin=ORIGIN, additional_headers={"Cookie": screen.cookie},
-                               open_timeout=15, close_timeout=2) as ws:
-                retry = FIRST_RETRY_S
-                while not finished(screen):
-                    frame = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, until - time.monotonic())))
-                    await _take(ws, screen, frame, dropped)
-                    dropped = None
-                    await on_frame(screen, frame)
-        except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError):
-            if time.monotonic() >= until:
-                return
-            screen.drops.append(time.monotonic())
-            await asyncio.sleep(retry * random.uniform(0.8, 1.2))
-            retry = min(retry * 2, LONGEST_RETRY_S)
+    """Keep the tab open until the run is whole or a named error came (or `until`), as test_rolling_restart's tab."""
+    await reconnecting(screen, until,
+                       lambda: connect(url, ssl=_tls(), origin=ORIGIN, additional_headers={"Cookie": screen.cookie},
+                                       open_timeout=15, close_timeout=2),
+                       finished, lambda frame: on_frame(screen, frame))
 
 
 async def scenario(url: str, teacher: str, students: list[str], web1_links: Path) -> dict[str, Any]:

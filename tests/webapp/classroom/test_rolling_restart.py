@@ -53,21 +53,20 @@ class Screen:
         return bool(self.frames) and self.frames[-1]["type"] == "done" and self.steps() == list(range(STEPS))
 
 
-async def follow(proxy: Proxy, code: str, screen: Screen, until: float, first: asyncio.Event | None = None) -> None:
-    """Keep the tab open until the run is whole on it (or `until`): reconnect after each drop, waiting 0.5 s and
-    doubling as the page does; take the `state` as the page does; answer the open question once."""
+async def reconnecting(screen: Screen, until: float, open_socket: Any, done: Any, on_frame: Any) -> None:
+    """Keep a tab open until `done(screen)` (or `until`): `open_socket()` again after each drop, waiting 0.5 s and
+    doubling as static/js/socket.js does; each frame taken as the page takes it, then `await on_frame(frame)`."""
     retry = FIRST_RETRY_S
-    while time.monotonic() < until and not screen.whole():
+    while time.monotonic() < until and not done(screen):
         dropped = screen.drops[-1] if screen.drops else None
         try:
-            async with web_socket(proxy, f"/ws/classroom/{code}/", screen.cookie) as ws:
+            async with open_socket() as ws:
                 retry = FIRST_RETRY_S
-                while not screen.whole():
+                while not done(screen):
                     frame = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, until - time.monotonic())))
                     await _take(ws, screen, frame, dropped)
                     dropped = None
-                    if first is not None and frame["type"] == "token" and frame["seq"] >= 5:
-                        first.set()
+                    await on_frame(frame)
         # A handshake the restart cut (nginx or daphne stopping before it answered: no HTTP response, or a 502/503)
         # is a drop like any other: the page's socket.js retries on every close.
         except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError):
@@ -76,6 +75,17 @@ async def follow(proxy: Proxy, code: str, screen: Screen, until: float, first: a
             screen.drops.append(time.monotonic())
             await asyncio.sleep(retry * random.uniform(0.8, 1.2))
             retry = min(retry * 2, LONGEST_RETRY_S)
+
+
+async def follow(proxy: Proxy, code: str, screen: Screen, until: float, first: asyncio.Event | None = None) -> None:
+    """The tab until the run is whole on it (or `until`): `state` taken as the page takes it, the open question
+    answered once; `first` set once step 5 has come."""
+    async def on_frame(frame: dict[str, Any]) -> None:
+        if first is not None and frame["type"] == "token" and frame["seq"] >= 5:
+            first.set()
+
+    await reconnecting(screen, until, lambda: web_socket(proxy, f"/ws/classroom/{code}/", screen.cookie),
+                       lambda tab: tab.whole(), on_frame)
 
 
 async def _take(ws: Any, screen: Screen, frame: dict[str, Any], dropped: float | None) -> None:

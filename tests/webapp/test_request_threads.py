@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -12,17 +11,21 @@ from channels.testing import HttpCommunicator
 from django.http import HttpResponse
 from django.urls import path
 
+from tests.fixtures.waiting import wait_until_async
 from webapp.request_threads import ExecutorPool, PooledASGIHandler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SEEN: list[tuple[int, int]] = []  # (request number, thread) for every call of the view below
+SEEN: list[tuple[int, int]] = []  # (request number, thread) as the view below starts and as it ends
+GATES: dict[int, threading.Event] = {}  # a request number's view, if here, runs on once the test sets it
 
 
 def thread_view(request):
-    SEEN.append((int(request.GET["n"]), threading.get_ident()))
-    time.sleep(float(request.GET.get("sleep", 0)))
-    SEEN.append((int(request.GET["n"]), threading.get_ident()))
+    n = int(request.GET["n"])
+    SEEN.append((n, threading.get_ident()))
+    if n in GATES:
+        assert GATES[n].wait(10), f"request {n}'s view was never let go on"
+    SEEN.append((n, threading.get_ident()))
     return HttpResponse(str(threading.get_ident()))
 
 
@@ -33,21 +36,23 @@ urlpatterns = [path("thread/", thread_view)]
 def app(settings):
     settings.ROOT_URLCONF = __name__
     SEEN.clear()
+    GATES.clear()
     return PooledASGIHandler(ExecutorPool(keep_idle=2))
 
 
-async def get(app, n: int, sleep: float = 0) -> int:
-    communicator = HttpCommunicator(app, "GET", f"/thread/?n={n}&sleep={sleep}", headers=[(b"host", b"testserver")])
+async def get(app, n: int) -> int:
+    communicator = HttpCommunicator(app, "GET", f"/thread/?n={n}", headers=[(b"host", b"testserver")])
     response = await communicator.get_response(timeout=10)
     assert response["status"] == 200
     return int(response["body"])
 
 
 async def settle(pool: ExecutorPool, idle: int) -> None:
-    for _ in range(100):
-        if len(pool.idle) >= idle:
-            return
-        await asyncio.sleep(0.01)
+    await wait_until_async(lambda: len(pool.idle) >= idle, f"{idle} threads idle in the pool", timeout=5)
+
+
+def alive() -> set[int | None]:
+    return {t.ident for t in threading.enumerate()}
 
 
 def test_requests_one_after_another_run_on_one_kept_thread(app) -> None:
@@ -65,9 +70,14 @@ def test_requests_one_after_another_run_on_one_kept_thread(app) -> None:
 
 def test_a_burst_gets_a_thread_per_request_and_keeps_only_the_idle_cap(app) -> None:
     async def run() -> list[int]:
-        threads = await asyncio.gather(*(get(app, n, sleep=0.2) for n in range(5)))
+        GATES.update({n: threading.Event() for n in range(5)})
+        requests = [asyncio.ensure_future(get(app, n)) for n in range(5)]
+        await wait_until_async(lambda: len(SEEN) == 5, "five views running at once", timeout=10)
+        for gate in GATES.values():
+            gate.set()
+        threads = await asyncio.gather(*requests)
         await settle(app.pool, 2)
-        await asyncio.sleep(0.1)
+        await wait_until_async(lambda: len(set(threads) & alive()) == 2, "the threads past the idle cap ended")
         return threads
 
     threads = asyncio.run(run())
@@ -78,21 +88,22 @@ def test_a_burst_gets_a_thread_per_request_and_keeps_only_the_idle_cap(app) -> N
         by_request.setdefault(n, set()).add(ident)
     assert all(len(idents) == 1 for idents in by_request.values())
     assert len(app.pool.idle) == 2
-    alive = {t.ident for t in threading.enumerate()}
-    assert len(set(threads) & alive) == 2  # the three past the cap ended their threads
+    assert len(set(threads) & alive()) == 2  # the three past the cap ended their threads
 
 
 def test_a_thread_still_running_a_request_is_not_lent_to_the_next(app) -> None:
     """A request cancelled mid-view (its client went away) leaves the view running on its thread; the next request
     gets another thread instead of waiting behind it, and the first thread is lent again once the view is done."""
     async def run() -> tuple[int, int, int]:
-        slow = asyncio.ensure_future(get(app, 1, sleep=0.5))
-        await asyncio.sleep(0.1)
+        GATES[1] = threading.Event()
+        slow = asyncio.ensure_future(get(app, 1))
+        await wait_until_async(lambda: SEEN, "the slow view started")
         slow.cancel()
         await asyncio.gather(slow, return_exceptions=True)
         first = next(ident for n, ident in SEEN if n == 1)  # the view started before the cancel
-        fast = await get(app, 2)
-        await asyncio.sleep(0.6)
+        fast = await get(app, 2)  # (on the held thread it would wait for a view nobody lets go on)
+        GATES[1].set()
+        await wait_until_async(lambda: [n for n, _ in SEEN].count(1) == 2, "the cancelled view ran to its end")
         await settle(app.pool, 2)
         return first, fast, await get(app, 3)
 

@@ -5,6 +5,7 @@ import csv
 import io
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -94,9 +95,10 @@ def test_wrong_join_codes_are_throttled_per_user_and_per_address(client_as, sess
 
 
 def test_the_answers_csv_defuses_every_cell_and_times_each_answer(client_as, session, instructor,
-                                                                  django_user_model):
+                                                                  django_user_model, monkeypatch):
     from django.contrib.auth.models import Group
 
+    from webapp.classroom import ballot
     from webapp.classroom.models import Question
     from webapp.classroom.questions import QuestionSpec, question_open, question_reveal
     from webapp.classroom.services import session_join
@@ -109,11 +111,12 @@ def test_the_answers_csv_defuses_every_cell_and_times_each_answer(client_as, ses
         students.append(user)
     question = question_open(session=session, spec=QuestionSpec("choice", "+cmd|' /C calc'!A0", ["-1", "+b"]),
                              request_id=None, seq=None)
-    take_answer(session_id=session.pk, user_id=students[0].pk, question_id=question.pk, choice="-1")
-    first = timezone.now()
-    time.sleep(1.1)
-    take_answer(session_id=session.pk, user_id=students[1].pk, question_id=question.pk, choice="+b")
-    time.sleep(1.1)
+    # The ballot's clock read 3 s and 1.5 s ago: two answers 1.5 s apart, both before the close.
+    first = timezone.now() - timedelta(seconds=3)
+    for user, choice, ago_s in ((students[0], "-1", 3.0), (students[1], "+b", 1.5)):
+        monkeypatch.setattr(ballot, "time", SimpleNamespace(time=lambda ago_s=ago_s: time.time() - ago_s))
+        take_answer(session_id=session.pk, user_id=user.pk, question_id=question.pk, choice=choice)
+    monkeypatch.undo()
     closed = timezone.now()
     question_reveal(question=Question.objects.get(pk=question.pk), answer="-1")
     body = client_as(instructor).get(f"/classroom/{session.code}/history/answers.csv").content.decode()

@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async as db
 
 from tests.fixtures.classroom import collect, seat, until
 from tests.fixtures.playground import SOURCE
+from tests.fixtures.waiting import wait_until_async
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -247,18 +248,15 @@ async def test_the_history_keeps_each_run_and_each_question_with_its_counts(work
     await until(ws_a, "ended")
 
     @db
-    def pages():
+    def kept_pages():
         from webapp.classroom.models import Run
 
         run = Run.objects.get(session=session)
+        if run.ended_at is None:
+            return None
         return run, client_as(ann).get(f"/classroom/{session.code}/history/").content.decode()
 
-    run, page = None, ""
-    for _ in range(50):  # the transcript is kept by the web process once the done frame went out
-        run, page = await pages()
-        if run.ended_at is not None:
-            break
-        await asyncio.sleep(0.1)
+    run, page = await wait_until_async(kept_pages, "the transcript kept by the web process once `done` went out")
     assert run.text == done["text"] and [f["type"] for f in run.frames][-1] == "done"
     assert len([f for f in run.frames if f["type"] == "token"]) == 5
     assert done["text"] in page and "Which?" in page and "y: 1" in page and "x: 0" in page
@@ -308,12 +306,8 @@ async def test_a_held_last_step_stays_held_in_the_history_and_on_a_process_that_
     question = await until(student, "question")
     assert question["seq"] == 5
     options = (await until(student, "options"))["options"]
-    for _ in range(100):  # the worker answers the held step, its last, and the run is kept
-        if await db(Run.objects.filter(request_id=start["request_id"], ended_at__isnull=False).exists)():
-            break
-        await asyncio.sleep(0.1)
-    else:
-        raise AssertionError("the run was not kept")
+    await wait_until_async(db(Run.objects.filter(request_id=start["request_id"], ended_at__isnull=False).exists),
+                           "the worker answered the held step, its last, and the run was kept", timeout=10)
     assert await student.receive_nothing(timeout=0.3)  # neither the step nor `done` reached the screens
 
     page = await sync_to_async(lambda: client_as(ann).get(f"/classroom/{session.code}/history/").content.decode())()
@@ -345,25 +339,30 @@ async def test_the_session_frame_comes_first_though_events_reach_the_socket_whil
         session, instructor, make_student, monkeypatch):
     """A socket joins the session's relay before its snapshot is read from the database; what the relay hands it
     meanwhile (a student arriving: the console's presence list) comes after the `session` frame, not before it."""
-    import time as clock
+    import threading
 
     from webapp.classroom import room
 
-    built = room.snapshot
+    built, arrived = room.snapshot, threading.Event()
 
     def slowly(*args, **kwargs):
-        clock.sleep(1.0)  # a busy database: a student arrives meanwhile
+        if not arrived.is_set():  # the console's: a busy database, read until a student has arrived meanwhile
+            assert arrived.wait(10), "no student joined the relay while the console's snapshot was read"
         return built(*args, **kwargs)
 
     monkeypatch.setattr(room, "snapshot", slowly)
     console = asyncio.ensure_future(seat(session, instructor))  # seat() asserts the first frame is `session`
     from webapp.classroom.relay import relays
 
-    deadline = asyncio.get_running_loop().time() + 10
-    while not (relays().by_code.get(session.code) and relays().by_code[session.code].sockets):  # the console joined
-        assert asyncio.get_running_loop().time() < deadline, "the console never joined the relay"
-        await asyncio.sleep(0.02)
-    ann, _ = await seat(session, await db(make_student)("ann"))
+    def joined() -> int:
+        relay = relays().by_code.get(session.code)
+        return len(relay.sockets) if relay else 0
+
+    await wait_until_async(joined, "the console joined the relay", timeout=10)
+    joining = asyncio.ensure_future(seat(session, await db(make_student)("ann")))
+    await wait_until_async(lambda: joined() == 2, "the student joined the relay", timeout=10)
+    arrived.set()
+    ann, _ = await joining
     ws, first = await console
     assert first["role"] == "console"
     while "ann" not in (await until(ws, "presence"))["names"]:  # the event is not lost: it follows

@@ -11,6 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.fixtures.session_relay import Screen
+from tests.fixtures.waiting import wait_until_async
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -18,8 +19,6 @@ RUN = "run-unheard"
 
 
 async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_workers_copy_not_lost(session, settings):
-    import asyncio
-
     from webapp.classroom import session_run
     from webapp.classroom.models import LiveSession
     from webapp.classroom.relay import SessionRelay
@@ -40,10 +39,7 @@ async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_worke
     relay.sockets[screen] = None
     relay.waiting.append(screen)
     session_run.watch_run(relay, RUN)  # the loop's watch finds it silent past PLAYGROUND_WORKER_LOST_S
-    for _ in range(100):
-        if screen.frames:
-            break
-        await asyncio.sleep(0.05)
+    await wait_until_async(lambda: screen.frames, "the waiting screen got the run", timeout=5)
 
     assert [f["type"] for f in screen.frames] == ["state"]
     shown = screen.frames[0]["frames"]
@@ -97,17 +93,18 @@ async def test_the_last_screen_leaving_right_after_done_does_not_cancel_keeping_
     from webapp.classroom.relay import SessionRelay
 
     kept: list[str] = []
+    keeping, written = asyncio.Event(), asyncio.Event()
 
     async def keep_slowly(relay: SessionRelay, request_id: str) -> None:
-        await asyncio.sleep(0.3)  # the worker's copy and the database write take a moment
+        keeping.set()
+        await written.wait()  # the worker's copy and the database write, still under way as the relay stops
         kept.append(request_id)
 
     relay = SessionRelay("CODE", on_final=keep_slowly)
     relay.request_id, relay.complete = "run-left", True
     pump = asyncio.ensure_future(relay._frame("run-left", True, orjson.dumps({"type": "done", "steps": 0}).decode()))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(keeping.wait(), 5)
     pump.cancel()  # the relay's stop
-    deadline = asyncio.get_running_loop().time() + 5
-    while not kept and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.02)
+    written.set()
+    await wait_until_async(lambda: kept, "the run kept though its relay stopped", timeout=5)
     assert pump.cancelled() and kept == ["run-left"]

@@ -112,6 +112,9 @@ MAX_SEEDS = 10
 # A sweep: a comparison's arms, each with several seeds trained together (modelcore.experiments.sweep); one
 # seed is a "compare" run. The launch form offers 4, 8 and 16.
 SWEEP_SEEDS = (4, 8, 16)
+# A sweep of one seed: a student's own seed of a class's comparison, merged into the class's sweep when it finishes
+# (webapp/classroom/steps/seeds.py). It has no verdict of its own (one seed has no spread).
+LONE_SEED = 1
 # Comparisons a sweep trains besides the switches (modelcore.experiments.comparisons): the lesson's causal mask and
 # FFN widths, and the depths. Each one's varied setting is the arms' to choose, as a switch's is.
 SWEEP_ONLY: dict[str, dict[str, Any]] = {"mask": {}, "ffn": {"d_ff": "d_model"}, "depth": {"layers": 6}}
@@ -149,8 +152,9 @@ def canonical_params(kind: str, params: dict[str, Any]) -> dict[str, Any]:
 def _check_extras(extras: dict[str, Any], kind: str) -> None:
     seeds = extras.get("seeds", 1)
     if kind == "sweep":
-        if isinstance(seeds, bool) or seeds not in SWEEP_SEEDS:
-            raise ValueError(f"a sweep's seeds must be one of {', '.join(map(str, SWEEP_SEEDS))}, got {seeds!r}")
+        if isinstance(seeds, bool) or seeds not in (LONE_SEED, *SWEEP_SEEDS):
+            raise ValueError(f"a sweep's seeds must be one of {', '.join(map(str, (LONE_SEED, *SWEEP_SEEDS)))}, "
+                             f"got {seeds!r}")
     elif isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
         raise ValueError(f"seeds must be an integer in 1..{MAX_SEEDS}, got {seeds!r}")
     switches = (*SWITCHES, *SWEEP_ONLY) if kind == "sweep" else tuple(SWITCHES)

@@ -19,7 +19,7 @@ const views = new Views(strings, selectors, { onView: () => { if (console_) send
 
 // What the page shows: the session's current request (as the playground's views read it) and its question.
 const state = { request: null, shown: [], layer: null, head: "mean", question: null, mine: null, open: false,
-                resyncing: false, session: null, ended: false };
+                resyncing: false, session: null, ended: false, seeds: null, mySeed: null };
 
 function status(text, isError = false) {
   const line = $("cr-status");
@@ -100,6 +100,8 @@ const handlers = {
     if (frame.lesson) showLesson(frame.lesson);
     if (frame.demo) showDemo(frame.demo);
     if (frame.reveal) handlers.reveal(frame.reveal); // the room as it is: the last reveal (an experiment's result)
+    state.seeds = frame.seeds || null;
+    drawSeeds();
     page.setAttribute("aria-busy", "false"); // the session's state has come: the page shows what it holds
     plotlySoon(); // the charts further down, and the next step's, then wait for their drawing only
   },
@@ -124,6 +126,7 @@ const handlers = {
   error(frame) {
     if (!frame.request_id) state.stepRunAsked = false; // a refused run: the next Step starts one again
     status(errorText(frame), true);
+    if (SEED_CODES.includes(frame.code)) $("cr-seeds-text").textContent = errorText(frame);
     if (frame.ref != null) answerAwaited(frame);
   },
   taken: answerAwaited,
@@ -206,6 +209,24 @@ const handlers = {
     if (frame.scores) scores(frame.scores);
   },
   question_closed: hideQuestion,
+  seeds(frame) {
+    state.seeds = frame;
+    drawSeeds();
+  },
+  seed_queued(frame) { // this student's own seed, on the experiments queue
+    state.mySeed = frame;
+    drawSeeds();
+  },
+  seed_added(frame) { // a student's seed ended: its curves join the plot, the verdict counts every seed
+    if (!state.question || state.question.id !== frame.question) return;
+    state.seeds = frame.seeds;
+    if (state.mySeed?.seed === frame.seed) state.mySeed = { ...state.mySeed, status: frame.status };
+    const verdict = $("cr-seeds-verdict");
+    verdict.textContent = frame.experiment.sentence || "";
+    verdict.hidden = !frame.experiment.sentence;
+    if (frame.status === "succeeded") showFragment(frame, frame.experiment.url, say("seeds_in_plot"));
+    drawSeeds();
+  },
   lesson: showLesson,
   demo: showDemo,
   demo_running() {
@@ -344,6 +365,7 @@ function showQuestion(question, mine, arriving) {
   const typed = $("cr-q-typed");
   if (typed) typed.hidden = question.kind !== "next_token";
   drawOptions();
+  drawSeeds();
   if (console_) histogram({ question: question.id, counts: Object.fromEntries(question.options.map((o) => [o, 0])), total: 0 });
   if (arriving && !console_) questionInView();
 }
@@ -398,6 +420,7 @@ function revealReady() {
 function hideQuestion() {
   state.question = null;
   $("cr-question").hidden = true;
+  drawSeeds();
   if ($("cr-q-notice")) $("cr-q-notice").hidden = true;
   revealReady();
 }
@@ -423,6 +446,32 @@ function label(option) {
   return option;
 }
 
+
+// Add my seed: after the reveal of a comparison over seeds, a student trains one more seed of it; the console
+// closes and reopens the window, and both see how many seeds the class added and how many still train.
+const SEED_CODES = ["not_revealed", "seeds_closed", "seeds_full", "seed_pending", "quota"];
+
+function drawSeeds() {
+  const seeds = state.seeds;
+  const question = state.question;
+  const shown = Boolean(seeds && question && seeds.question === question.id && question.answer != null);
+  $("cr-seeds").hidden = !shown;
+  if (!shown) {
+    $("cr-seeds-verdict").hidden = true;
+    return;
+  }
+  const lines = [say("seeds_counts", { added: seeds.added, pending: seeds.pending, left: seeds.left })];
+  if (!seeds.open) lines.push(say("seeds_closed"));
+  const mine = state.mySeed?.question === question.id ? state.mySeed : null;
+  const training = mine && (mine.status === "queued" || mine.status === "running");
+  if (mine) lines.push(say(training ? "seed_training" : mine.status === "succeeded" ? "seed_in" : "seed_failed", { seed: mine.seed }));
+  $("cr-seeds-text").textContent = lines.join(" ");
+  if (console_) {
+    $("cr-seeds-toggle").textContent = say(seeds.open ? "seeds_close" : "seeds_reopen");
+  } else {
+    $("cr-add-seed").disabled = !seeds.open || seeds.left <= 0 || Boolean(training);
+  }
+}
 
 // A comparison's last training losses, as the reveal quotes them: "causal mask 0.81, no mask 0.12".
 function losses(frame) {
@@ -766,6 +815,16 @@ if (endAsk && endDialog && typeof endDialog.showModal === "function") {
   endDialog.querySelector("[data-end-cancel]").addEventListener("click", (event) => {
     event.preventDefault();
     endDialog.close();
+  });
+}
+
+if (console_) {
+  $("cr-seeds-toggle").addEventListener("click", () => {
+    if (state.seeds) send({ type: "seeds", open: !state.seeds.open });
+  });
+} else {
+  $("cr-add-seed").addEventListener("click", () => {
+    if (state.question) send({ type: "add_seed", question: state.question.id });
   });
 }
 

@@ -18,18 +18,18 @@ from channels.db import database_sync_to_async
 
 from webapp.classroom import plans, questions, room, services, session_run, wording
 from webapp.classroom.errors import ClassroomError
-from webapp.classroom.experiment_progress import watch_experiment
+from webapp.classroom.experiment_progress import watch_experiment, watch_seed
 from webapp.classroom.models import LiveSession, Question, SessionState
 from webapp.classroom.presence import presence_change
 from webapp.classroom.relay import SessionRelay, publish
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
-from webapp.classroom.steps import comparisons, demos, exercises, parts, screens
+from webapp.classroom.steps import comparisons, demos, exercises, parts, screens, seeds
 from webapp.live.loops import per_loop
 
 log = logging.getLogger(__name__)
 
 CONSOLE_ACTIONS = ("run", "step", "cancel", "views", "question", "reveal", "close_question", "end", "lesson", "demo",
-                   "exercise", "experiment", "plan")
+                   "exercise", "experiment", "plan", "seeds")
 COUNTS_EVERY_S = 0.05  # answers arriving together reach the console as one histogram update
 STEP_WAIT_S = 5.0  # how long a reveal waits for the worker's step it is about
 
@@ -90,6 +90,9 @@ async def snapshot(socket: Caller, session: LiveSession) -> dict[str, Any]:
     progress = ((frame.get("question") or {}).get("experiment") or {}).get("progress")
     if socket.drives and progress and progress["status"] not in ("succeeded", "failed"):
         watch_experiment(socket.code, frame["question"]["id"])
+    if frame["seeds"]["question"] is not None:  # seeds added to the comparison on screen: each followed again here
+        for added_id in await _db(seeds.seeds_unannounced)(session):
+            watch_seed(socket.code, added_id)
     return frame
 
 
@@ -205,6 +208,8 @@ async def console_reveal(socket: Caller, session: LiveSession, frame: dict[str, 
     reveal = await _db(room.reveal_public)(question, (explained, measured))
     await _db(room.reveal_shown)(session, question)
     await publish(socket.code, reveal, results={str(uid): list(r) for uid, r in results.items()})
+    if measured is not None and measured.get("verdict") is not None:  # a comparison over seeds: students may add
+        await publish(socket.code, await _db(seeds.seeds_counts)(session))
 
 
 async def _held_step(relay: SessionRelay, question: Question) -> dict[str, Any] | None:
@@ -269,6 +274,12 @@ async def console_plan(socket: Caller, session: LiveSession, frame: dict[str, An
     await _db(plans.plan_choose)(session=session, user=socket.user, frame=frame)
 
 
+async def console_seeds(socket: Caller, session: LiveSession, frame: dict[str, Any]) -> None:
+    """Close (`"open": false`) or reopen adding seeds to a revealed comparison; every screen hears (`seeds`)."""
+    session = await _db(seeds.seeds_window)(session=session, frame=frame)
+    await publish(socket.code, await _db(seeds.seeds_counts)(session))
+
+
 # -- participants ------------------------------------------------------------------------------------------
 
 
@@ -284,6 +295,22 @@ async def answer(socket: Caller, frame: dict[str, Any]) -> dict[str, Any]:
         raise ClassroomError("unavailable", "your answer could not be counted just now; send it again") from error
     coalescer().counts_soon(socket.code, question)
     return {"type": "answered", "question": question, "choice": choice}
+
+
+async def add_seed(socket: Caller, frame: dict[str, Any]) -> dict[str, Any]:
+    """A participant's `add_seed`: one more seed of the revealed comparison, on the experiments queue on their quota
+    (steps/seeds.py); returns the `seed_queued` frame for them. Every screen hears the counts now and gets the curves
+    when the seed ends."""
+    if not socket.seated:
+        raise ClassroomError("forbidden", "only the session's participants add seeds")
+    extra = sorted(set(frame) - {"type", "question"})
+    if extra:
+        raise ClassroomError("bad_params", f"unknown field {extra[0][:40]!r}")
+    added = await _db(seeds.seed_add)(session_id=socket.session_id, user=socket.user, question_id=frame.get("question"))
+    watch_seed(socket.code, added.pk)
+    session = await _db(services.session_by_code)(socket.code)
+    await publish(socket.code, await _db(seeds.seeds_counts)(session))
+    return {"type": "seed_queued", "question": added.question_id, "seed": added.seed, "status": added.run.status}
 
 
 class Coalescer:
@@ -330,6 +357,8 @@ async def event_frame(socket: Caller, message: dict[str, Any]) -> dict[str, Any]
             frame = {**frame, "you": {"answered": right is not None, "correct": right, "score": score}}
             if score is None:
                 frame["you"]["score"] = await _db(room.score_of_user)(socket.code, socket.user_id)
+    elif kind == "seed_added":  # the verdict over every seed in this screen's words
+        frame = wording.reveal_for(frame, socket.language)
     elif kind == "presence" and not socket.drives:
         frame = {"type": "presence", "count": frame.get("count", 0)}
     key = screens.html_key(socket.code, frame, socket.language)
@@ -344,5 +373,5 @@ CONSOLE: dict[str, Callable[[Caller, LiveSession, dict[str, Any]], Awaitable[Non
     "run": console_run, "step": console_step, "cancel": console_cancel, "views": console_views,
     "question": console_question, "reveal": console_reveal, "close_question": console_close_question,
     "end": console_end, "lesson": console_lesson, "demo": console_demo, "exercise": console_exercise,
-    "experiment": console_experiment, "plan": console_plan,
+    "experiment": console_experiment, "plan": console_plan, "seeds": console_seeds,
 }

@@ -2,9 +2,9 @@
 
 The socket's edge: it opens and closes, parses each frame and hands it to its one call in actions.py, and sends what
 comes back (a refusal, a ClassroomError, as an `error` frame). Console frames (run, step, cancel, views, question,
-reveal, close_question, end, lesson, demo, exercise, experiment, plan) go to their handler in `actions.CONSOLE`
+reveal, close_question, end, lesson, demo, exercise, experiment, plan, seeds) go to their handler in `actions.CONSOLE`
 only after one check, here, that the user drives the session now; a console action that carries a `ref` is answered
-`taken` with it once done, or its error names it. Participants answer and resync. Decode frames and classroom events reach every socket through the
+`taken` with it once done, or its error names it. Participants answer, add seeds and resync. Decode frames and classroom events reach every socket through the
 process's SessionRelay (webapp/classroom/relay.py), which calls `send` and `classroom_event`.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ CLOSE_CODES = {"too_many": 4429}  # a refused open closes with this, else 4404 (
 
 
 class ClassroomSocket(JsonSocket):
-    frame_types = (*actions.CONSOLE_ACTIONS, "answer", "resync")
+    frame_types = (*actions.CONSOLE_ACTIONS, "answer", "add_seed", "resync")
     closing = False  # JsonSocket sets it when the socket closes
 
     async def on_connect(self) -> None:
@@ -103,6 +103,12 @@ class ClassroomSocket(JsonSocket):
             await self.send_json(await actions.answer(self, frame))
 
         await self._refusing(answer)
+
+    async def on_add_seed(self, frame: dict[str, Any]) -> None:
+        async def add() -> None:
+            await self.send_json(await actions.add_seed(self, frame))
+
+        await self._refusing(add)
 
     async def on_resync(self, frame: dict[str, Any]) -> None:
         # a full state frame at most once an interval (JsonSocket)

@@ -1,4 +1,5 @@
-"""An experiment question's run followed for every screen: how far its training has come, until its result is in."""
+"""An experiment question's run followed for every screen: how far its training has come, until its result is in;
+and each seed a student added after the reveal, until every screen has its curves."""
 from __future__ import annotations
 
 import asyncio
@@ -7,9 +8,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from webapp.classroom.models import Question
+from webapp.classroom.models import AddedSeed, Question
 from webapp.classroom.relay import publish
 from webapp.classroom.steps.comparisons import experiment_progress
+from webapp.classroom.steps.seeds import seed_finished, seed_frame
 
 log = logging.getLogger(__name__)
 
@@ -50,3 +52,38 @@ async def _follow_experiment(code: str, question_id: int) -> None:
         log.warning("could not follow the experiment of question %s", question_id, exc_info=True)
     finally:
         _experiments.pop(question_id, None)
+
+
+SEED_EVERY_S = 0.5  # how often a student's added seed is read for its end
+_seeds: dict[int, asyncio.Task[None]] = {}  # added seed id -> its watch, in this process
+
+
+def watch_seed(code: str, added_id: int) -> None:
+    """Follow a student's added seed (steps/seeds.py) until its run ends, then tell every screen once (`seed_added`,
+    whichever process sees the end first). The student's socket starts it; a screen that joins restarts those whose
+    end no screen has heard of (their process went away)."""
+    running = _seeds.get(added_id)
+    if running is None or running.done():
+        _seeds[added_id] = asyncio.ensure_future(_follow_seed(code, added_id))
+
+
+async def _follow_seed(code: str, added_id: int) -> None:
+    def read() -> tuple[bool, dict[str, Any] | None]:
+        """(still to follow, the frame to send once it ended)."""
+        added = seed_finished(added_id)
+        if added is not None:
+            return False, seed_frame(added)
+        return AddedSeed.objects.filter(pk=added_id, announced_at__isnull=True).exists(), None
+
+    try:
+        while True:
+            follow, frame = await database_sync_to_async(read, thread_sensitive=False)()
+            if frame is not None:
+                await publish(code, frame)
+            if not follow:
+                return
+            await asyncio.sleep(SEED_EVERY_S)
+    except Exception:  # the database or Redis away: a screen that joins later starts the watch again
+        log.warning("could not follow added seed %s", added_id, exc_info=True)
+    finally:
+        _seeds.pop(added_id, None)

@@ -107,6 +107,8 @@ class LiveSession(models.Model):
     end_reason = models.CharField(max_length=16, blank=True, help_text="Why it ended: instructor or idle.")
     plan = models.ForeignKey(LessonPlan, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions",
                              help_text="The lesson plan it was taught with, if any.")
+    seeds_open = models.BooleanField(default=True, help_text="Students may add their own seed to a revealed "
+                                                             "comparison (the console closes and reopens it).")
 
     ENDED_BY_INSTRUCTOR, ENDED_IDLE = "instructor", "idle"
 
@@ -208,3 +210,25 @@ class Run(models.Model):
         ordering = ["started_at"]
         verbose_name = _("run")
         verbose_name_plural = _("runs")
+
+
+class AddedSeed(models.Model):
+    """A student's own seed of a revealed comparison ("Add my seed"): a one-seed sweep of the question's
+    configuration on the experiments queue, merged into the class's result when it finishes
+    (webapp/classroom/steps/seeds.py)."""
+
+    session = models.ForeignKey(LiveSession, on_delete=models.CASCADE, related_name="added_seeds")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="added_seeds")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey("experiments.ExperimentRun", on_delete=models.CASCADE, related_name="+",
+                            help_text="The one-seed sweep that trains it (or the stored one of the same seed).")
+    seed = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    announced_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="When every screen was told it finished (once, by one process).")
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [models.UniqueConstraint(fields=["question", "seed"], name="one_seed_once_per_question")]
+        verbose_name = _("added seed")
+        verbose_name_plural = _("added seeds")

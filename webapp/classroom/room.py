@@ -11,7 +11,7 @@ from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import LiveSession, Question
 from webapp.classroom.relay import SessionRelay
 from webapp.classroom.reveal import next_token_options
-from webapp.classroom.steps import comparisons, demos, exercises, parts, screens
+from webapp.classroom.steps import comparisons, demos, exercises, parts, screens, seeds
 
 
 def drives_now(user_id: int, session: LiveSession) -> bool:
@@ -85,7 +85,7 @@ def reveal_public(question: Question, known: tuple[Any, Any] | None = None) -> d
     if measured is not None:  # kept: measured before the question (the screens say so), not for it
         reveal["experiment"] = {**comparisons.experiment_revealed(question), "kept": measured["kept"],
                                 "finals": measured["finals"],
-                                **{k: measured[k] for k in ("verdict", "machine") if measured.get(k)}}
+                                **{k: measured[k] for k in ("verdict", "machine", "added") if measured.get(k)}}
     return reveal
 
 
@@ -147,6 +147,7 @@ def snapshot(session: LiveSession, user: Any, drives: bool, relay: SessionRelay,
         elif reveal.get("experiment"):
             reveal = {**reveal, "experiment": {**reveal["experiment"], "off_panel": True}}  # a part or demo since
         snapshot["reveal"] = reveal
+    snapshot["seeds"] = seeds.seeds_counts(session)  # adding seeds to the comparison revealed on screen
     if drives:
         snapshot["scores"] = scores
     else:

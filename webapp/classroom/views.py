@@ -355,6 +355,17 @@ def _strings() -> dict[str, Any]:
                              "question and kept (the same settings give the same curves on that machine; another "
                              "machine's arithmetic can end them a little differently)."),
         "send": _("Answer"),
+        # Add my seed: a student's own seed of a revealed comparison (steps/seeds.py).
+        "seeds_counts": _("Seeds the class added: {added} in, {pending} training; {left} more allowed in this "
+                          "session."),
+        "seeds_closed": _("The instructor has closed adding seeds."),
+        "seed_training": _("Your seed {seed} is training on a worker…"),
+        "seed_in": _("Your seed {seed} is in the plot."),
+        "seed_failed": _("Your seed {seed} failed on its worker."),
+        "seeds_close": _("Close adding seeds"),
+        "seeds_reopen": _("Reopen adding seeds"),
+        "seeds_in_plot": _("The experiment's result with the seeds the class added: each seed's training loss faint, "
+                           "the mean bold."),
         "kinds": {
             "next_token": _("What is the next token?"),
             "attention": _("Which source token will the next token attend to most?"),
@@ -372,5 +383,11 @@ def _strings() -> dict[str, Any]:
             "not_stepping": _("start a step-by-step decode first (Step)"),
             "not_stepped": _("the step has not arrived yet"),
             "question_open": _("reveal or close the open question first"),
+            "not_revealed": _("a seed is added to a comparison over seeds once it is revealed, while it is on the "
+                              "screens"),
+            "seeds_closed": _("the instructor has closed adding seeds"),
+            "seeds_full": _("this session has had all the seeds it may add"),
+            "seed_pending": _("your seed is still training: add another once it is in"),
+            "quota": _("you have used your experiment runs for today"),
         },
     }

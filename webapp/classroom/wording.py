@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from webapp.core.figure_style import label_text
 from webapp.experiments.figures import machine_words, verdict_sentence
@@ -131,6 +132,17 @@ def reveal_for(frame: dict[str, Any], language: str) -> dict[str, Any]:
     if experiment.get("verdict") or experiment.get("machine"):
         with translation.override(language):
             shown["experiment"] = {**experiment,
-                                   **({"sentence": verdict_sentence(experiment["verdict"])} if experiment.get("verdict") else {}),
+                                   **({"sentence": _sentence(experiment)} if experiment.get("verdict") else {}),
                                    **({"machine": machine_words(experiment["machine"])} if experiment.get("machine") else {})}
     return shown
+
+
+def _sentence(experiment: dict[str, Any]) -> str:
+    """A sweep's verdict in the active language; with the seeds students added, said to count them."""
+    said = verdict_sentence(experiment["verdict"])
+    added = experiment.get("added") or 0
+    if not added:
+        return said
+    return ngettext("With %(n)d seed the class added (%(seeds)d in all): %(verdict)s",
+                    "With the %(n)d seeds the class added (%(seeds)d in all): %(verdict)s", added) % {
+        "n": added, "seeds": experiment["verdict"]["seeds"], "verdict": said}

@@ -141,6 +141,8 @@ CLASSROOM_LIVE_SESSIONS_PER_INSTRUCTOR = env_int("CLASSROOM_LIVE_SESSIONS_PER_IN
 CLASSROOM_JOIN_FAILURES_PER_USER = env_int("CLASSROOM_JOIN_FAILURES_PER_USER", 10, minimum=1)
 CLASSROOM_JOIN_FAILURES_PER_ADDRESS = env_int("CLASSROOM_JOIN_FAILURES_PER_ADDRESS", 60, minimum=1)
 CLASSROOM_JOIN_WINDOW_S = env_int("CLASSROOM_JOIN_WINDOW_S", 60, minimum=1)
+# Seeds the students of one session may add to its revealed comparisons ("Add my seed", docs/classroom-socket.md).
+CLASSROOM_SEEDS_PER_SESSION = env_int("CLASSROOM_SEEDS_PER_SESSION", 30, minimum=0)
 # A browser that signed in as a user carries a signed device cookie for that user (docs/deploy.md): its wrong
 # passwords count apart from the address's, so a shared address's lockout does not keep that user out.
 DEVICE_COOKIE_DAYS = env_int("DEVICE_COOKIE_DAYS", 180, minimum=1)

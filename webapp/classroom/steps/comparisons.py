@@ -12,6 +12,7 @@ from typing import Any
 
 from django.urls import reverse
 
+from modelcore.experiments.merge import merge_sweeps
 from modelcore.experiments.spec import SWEEP_SEEDS
 from modelcore.experiments.verdict import MIN_SHARE, NO_RELIABLE_DIFFERENCE
 from webapp.classroom import questions, wording
@@ -169,15 +170,28 @@ def experiment_answer(question: Question) -> dict[str, Any] | None:
     return {"answer": question.options[labels.index(best["label"])], "finals": finals, "kept": _kept(run, question)}
 
 
+def class_result(question: Question, run: ExperimentRun) -> tuple[dict[str, Any], int]:
+    """A sweep question's result with the seeds its students added since the reveal (steps/seeds.py) that finished,
+    in the order they were asked for; and how many those are."""
+    added = [seed.run.result for seed in question.added_seeds.filter(run__status=ExperimentRun.Status.SUCCEEDED)
+             .select_related("run").order_by("pk")]
+    if not added:
+        return run.result, 0
+    return {**merge_sweeps([run.result, *added]), "params": run.result.get("params")}, len(added)
+
+
 def _sweep_answer(question: Question, run: ExperimentRun, labels: list[str]) -> dict[str, Any]:
-    verdict = run.result["verdict"]
-    answer = verdict["answer"] if verdict else _without_verdict(run.result["arms"])
+    """The verdict over the question's seeds and those its students added (`added`: how many); the answer revealed
+    (and scored) is the question's own, read before any seed was added."""
+    result, added = class_result(question, run)
+    verdict = result["verdict"]
+    answer = verdict["answer"] if verdict else _without_verdict(result["arms"])
     means = {arm["label"]: arm["mean"] for arm in verdict["arms"]} if verdict else {}
     finals = [{"option": option, "loss": round(means[label], 4) if label in means else None}
               for option, label in zip(question.options, labels, strict=False)]
     option = question.options[labels.index(answer)] if answer in labels else NO_RELIABLE_DIFFERENCE
     return {"answer": option, "finals": finals, "verdict": verdict, "kept": _kept(run, question),
-            "machine": run.result.get("machine")}
+            "machine": result.get("machine"), "added": added}
 
 
 def _without_verdict(arms: list[dict[str, Any]]) -> str:

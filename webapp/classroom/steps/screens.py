@@ -11,7 +11,8 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from webapp.classroom.models import LiveSession
+from webapp.classroom.models import LiveSession, Question
+from webapp.classroom.steps.comparisons import class_result
 from webapp.experiments import figures as experiment_figures
 from webapp.experiments.models import ExperimentRun
 from webapp.lesson.models import TrainingRun
@@ -39,8 +40,9 @@ def html_key(code: str, frame: dict[str, Any], language: str) -> tuple[Any, ...]
         return ("lesson", frame["page"], frame["part"], language)
     if kind == "demo":
         return ("demo", code, frame["n"], language)
-    if kind == "reveal" and frame.get("experiment"):
-        return ("run", frame["experiment"]["source"], frame["experiment"]["run"], language)
+    if kind in ("reveal", "seed_added") and frame.get("experiment"):  # with the seeds the class added, if any
+        experiment = frame["experiment"]
+        return ("run", experiment["source"], experiment["run"], frame["question"], experiment.get("added", 0), language)
     return None
 
 
@@ -61,7 +63,7 @@ def html_render(key: tuple[Any, ...], user: Any, demo: dict[str, Any] | None = N
         elif key[1] == "lesson":
             text = run_panel_text(TrainingRun.objects.get(pk=key[2]))
         else:
-            text = experiment_result_text(ExperimentRun.objects.get(pk=key[2]))
+            text = experiment_result_text(ExperimentRun.objects.get(pk=key[2]), question_id=key[3] if key[4] else None)
     _html[key] = (time.monotonic() + HTML_KEPT_S, text)
     _html.move_to_end(key)
     while len(_html) > 256:
@@ -78,9 +80,12 @@ def with_html(session: LiveSession, frame: dict[str, Any] | None, user: Any, lan
     return {**frame, "html": text}
 
 
-def experiment_result_text(run: ExperimentRun) -> str:
+def experiment_result_text(run: ExperimentRun, question_id: int | None = None) -> str:
     """An experiments page comparison's figures (and a sweep's verdict), as its run page draws them, in the active
-    language."""
+    language; with `question_id`, that question's sweep with the seeds its students added (comparisons.class_result)."""
     done = run.status == ExperimentRun.Status.SUCCEEDED
-    context = {"run": run, **(experiment_figures.result_context(run.kind, run.result) if done else {})}
+    result = run.result
+    if done and question_id is not None:
+        result = class_result(Question.objects.get(pk=question_id), run)[0]
+    context = {"run": run, **(experiment_figures.result_context(run.kind, result) if done else {})}
     return render_to_string("experiments/partials/result.html", context)

@@ -101,4 +101,4 @@ def test_every_console_frame_kind_has_its_one_handler_and_the_socket_takes_exact
 
     assert set(actions.CONSOLE) == set(actions.CONSOLE_ACTIONS)
     assert all(callable(handler) and handler.__name__ == f"console_{kind}" for kind, handler in actions.CONSOLE.items())
-    assert set(ClassroomSocket.frame_types) == {*actions.CONSOLE_ACTIONS, "answer", "resync"}
+    assert set(ClassroomSocket.frame_types) == {*actions.CONSOLE_ACTIONS, "answer", "add_seed", "resync"}

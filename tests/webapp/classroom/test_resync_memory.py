@@ -20,6 +20,7 @@ from tests.fixtures.classroom import seat, until
 from tests.fixtures.playground import receive
 from tests.fixtures.services import WebProcess, start_web, stop_web
 from tests.fixtures.stack import cookie_for
+from tests.fixtures.waiting import wait_until_async
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -82,19 +83,6 @@ def _small_buffer(web) -> socket.socket:
     return raw
 
 
-def _steady_rss(web, timeout_s: float = 10.0) -> float:
-    """The process's resident memory once it holds still (within 1 MB over 0.5 s): what it keeps, not what it is
-    still letting go of."""
-    deadline = time.monotonic() + timeout_s
-    readings = [web.rss_mb()]
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        readings = [*readings[-9:], web.rss_mb()]
-        if len(readings) == 10 and max(readings) - min(readings) < 1:
-            break
-    return readings[-1]
-
-
 class PeakRss:
     """The process's resident memory, sampled every 50 ms in a thread while the block runs."""
 
@@ -151,10 +139,10 @@ def test_sockets_that_never_read_resync_cannot_grow_the_web_process(web_with, se
     web = web_with()
     cookie = cookie_for(student)
     async_to_sync(_state_once)(web, session.code, cookie)
-    before = _steady_rss(web)
+    before = web.steady_rss_mb()
     with PeakRss(web) as rss:
         codes = async_to_sync(_abuse)(web, session.code, cookie)
-        after = _steady_rss(web)
+        after = web.steady_rss_mb()
     print(f"RSS before {before:.0f} MB, peak {rss.peak:.0f} MB, after {after:.0f} MB; close codes {codes}")
     assert codes.count(4409) == ABUSIVE_SOCKETS - 8  # SOCKETS_PER_USER: the 9th and 10th are refused in words
     assert rss.peak - before < 30  # before: +130 MB in 4 s, kept
@@ -168,10 +156,10 @@ def test_a_class_of_stalled_tabs_cannot_grow_the_web_process(web_with, session, 
     web = web_with(SOCKET_RESYNC_EVERY_MS="0")
     cookies = [cookie_for(make_student(f"tab{i}")) for i in range(7)]
     async_to_sync(_state_once)(web, session.code, cookies[0])
-    before = _steady_rss(web)
+    before = web.steady_rss_mb()
     with PeakRss(web) as rss:
         codes = async_to_sync(_abuse)(web, session.code, [cookie for cookie in cookies for _ in range(7)], 0.5)
-        after = _steady_rss(web)
+        after = web.steady_rss_mb()
     print(f"RSS before {before:.0f} MB, peak {rss.peak:.0f} MB, after {after:.0f} MB; close codes {codes}")
     # 4408 for those the process's budget closed; 1006 when such a tab, reading nothing, never reached that close frame
     # and was dropped CLOSE_WAIT_S after it
@@ -193,7 +181,7 @@ def test_a_socket_whose_client_does_not_read_gets_no_state_until_the_last_has_le
         async with _socket(web, f"/ws/classroom/{session.code}/", cookie, max_queue=1, sock=_small_buffer(web)) as ws:
             for _ in range(ASKED):  # 20 state frames of 570 kB asked for, while it reads nothing
                 await ws.send(json.dumps({"type": "resync"}))
-                await asyncio.sleep(0.11)
+                await asyncio.sleep(0.11)  # absence: the tab reads nothing while it asks, a resync every 110 ms
             kinds = []
             try:
                 while True:  # then it reads: what it was sent, until nothing more comes
@@ -223,9 +211,13 @@ def test_one_user_may_hold_eight_sockets_and_the_ninth_is_told_why(web_with, stu
                 pass
             code = ninth.close_code
         await opened.pop().close()
-        await asyncio.sleep(0.3)
-        async with _socket(web, "/ws/notify/", cookie) as again:  # a tab closed: a socket may open again
-            hello = json.loads(await again.recv())["type"]
+
+        async def opens_again() -> str | None:  # a tab closed: a socket may open again
+            async with _socket(web, "/ws/notify/", cookie) as again:
+                first = json.loads(await again.recv())["type"]
+            return first if first == "hello" else None
+
+        hello = await wait_until_async(opens_again, "a socket opened again once a tab closed", timeout=10, every=0.1)
         for ws in opened:
             await ws.close()
         return refusal, code, hello

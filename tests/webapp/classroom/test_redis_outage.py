@@ -12,6 +12,7 @@ import pytest
 
 from tests.fixtures.playground import SOURCE
 from tests.fixtures.stack import Stack, classroom_socket, cookie_for, frames_until, run
+from tests.fixtures.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -65,7 +66,7 @@ def test_a_redis_outage_mid_run_leaves_no_screen_and_no_history_with_a_silent_ho
             assert stack.redis.proc is not None
             stack.redis.proc.kill()  # gone at once, as a crashed or restarted Redis is
             await asyncio.to_thread(stack.redis.proc.wait)
-            await asyncio.sleep(3)
+            await asyncio.sleep(3)  # absence: the outage itself
             await asyncio.to_thread(stack.redis.start)
 
         async def scenario() -> list[tuple[list[dict[str, Any]], int]]:
@@ -90,12 +91,8 @@ def test_a_redis_outage_mid_run_leaves_no_screen_and_no_history_with_a_silent_ho
                 assert seqs == list(range(STEPS))
             else:  # the screen is told in words, never left with a hole and no word
                 assert last["type"] == "error" and last["code"] in ("steps_lost", "worker_lost"), (last, seqs)
-        for _ in range(100):  # the web process keeps the transcript just after `done`
-            kept = session.runs.get()
-            if kept.ended_at is not None:
-                break
-            time.sleep(0.1)
-        kept = kept.frames
+        # the web process keeps the transcript just after `done`
+        kept = wait_until(lambda: session.runs.filter(ended_at__isnull=False).first(), "the run kept", timeout=10).frames
         seqs = [f["seq"] for f in kept if f["type"] == "token"]
         assert seqs == list(range(STEPS)) or kept[-1]["type"] == "error", seqs
         assert kept[-1]["type"] in ("done", "error")

@@ -1,11 +1,9 @@
 """Django's HTTP requests on threads that are kept, not started and joined once per request.
 
-Django's ASGI handler runs each request's synchronous code (middleware, views, the database) on a thread of
-its own: a new single-thread executor per request, whose thread starts on the request's first call and is
-joined by yet another new thread at its end. `Thread.start` waits, on the event loop's thread, until the new
-thread runs, and the new thread must first get the GIL from the view threads that hold it (20 ms turns, see
-webapp/gil.py). With a class of 100 at work, py-spy found the event loop in `Thread.start` 9 % of a 40 s phase
-(12 % with a student flooding requests): time in which no socket's frame moved.
+Django's ASGI handler runs each request's synchronous code (middleware, views, the database) on a new
+single-thread executor per request, whose thread is started on the event loop's thread and joined by yet another
+new thread; `Thread.start` waits there until the new thread has the GIL, and meanwhile no socket's frame moves
+(figures: docs/benchmarks.md, "Kept request threads").
 
 Here a request takes an idle single-thread executor from a pool (a new one only when none is idle) and gives it
 back when the request is over and its thread has finished whatever the request left running (a view whose

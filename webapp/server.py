@@ -1,10 +1,9 @@
 """The web process: daphne, with a bound on what one WebSocket may queue. Run `python -m webapp.server` with daphne's arguments.
 
-Daphne hands each received frame to the application through an unbounded queue and keeps
-reading the socket, so one client sending faster than its consumer reads grew the web process
-by hundreds of MB. Here a socket's queue holds at most QUEUE_FRAMES frames or QUEUE_CHARS
-characters: past that, the server stops reading that socket until its consumer catches up
-(TCP then slows the client down; nobody else waits). A frame over the size limit is answered
+Daphne hands each received frame to the application through an unbounded queue and keeps reading the socket;
+here a socket's queue holds at most QUEUE_FRAMES frames or QUEUE_CHARS characters, so that a client sending faster
+than its consumer reads cannot grow the web process: past that, the server stops reading that socket until its
+consumer catches up (TCP then slows the client down; nobody else waits). A frame over the size limit is answered
 with a close frame, code 1009, instead of a dropped connection.
 
 The other way round, a client that does not read its socket leaves every frame the app sends it in
@@ -123,7 +122,7 @@ class BoundedServer(Server):
 
 
 WEBSOCKET_CONNECT_TIMEOUT_S = 30  # how long a WebSocket handshake may take before the server drops it
-LISTEN_BACKLOG = 1024  # connections the kernel holds for accept (Twisted's default, 50, dropped most of a storm)
+LISTEN_BACKLOG = 1024  # connections the kernel holds for accept: a class's reconnect storm fits (docs/benchmarks.md)
 CLOSE_WAIT_S = 5  # how long a socket closed for not reading keeps its buffer for the client to reach the close frame
 UNSENT_SUM_S = 0.25  # how often the process's unsent total is summed over its sockets
 
@@ -137,8 +136,8 @@ def unsent_bytes(transport: Any) -> int:
 
 
 def with_backlog(endpoint: str) -> str:
-    """A TCP endpoint description with LISTEN_BACKLOG, unless it names its own (a class whose Wi-Fi comes back opens
-    hundreds of sockets at once; past the backlog the kernel drops their SYNs and each waits a second to retry)."""
+    """A TCP endpoint description with LISTEN_BACKLOG, unless it names its own (past the backlog the kernel drops
+    a storm's SYNs and each waits a second to retry)."""
     if endpoint.startswith("tcp:") and ":backlog=" not in endpoint:
         return f"{endpoint}:backlog={LISTEN_BACKLOG}"
     return endpoint
@@ -147,11 +146,9 @@ def with_backlog(endpoint: str) -> str:
 def eager_writes(transport: Any) -> None:
     """Send a WebSocket's writes at once when nothing is queued before them, as asyncio's own transports do.
 
-    Twisted's TCP transport (here on the asyncio reactor) only queues a write and registers the socket as a writer;
-    the bytes leave on the loop's next turn, and the socket is unregistered again: two epoll_ctl calls and the
-    selector's bookkeeping per frame per socket, the largest part of a classroom step's cost at 1,000 sockets
-    (docs/benchmarks.md, "Where a step's fan-out goes"). Here a write with nothing queued before it goes straight to
-    the kernel; what the kernel does not take (a client that does not read) is queued as before, so the bytes keep
+    Twisted's TCP transport (here on the asyncio reactor) only queues a write and registers the socket as a writer
+    until the loop's next turn, which costs two epoll_ctl calls per frame per socket (docs/benchmarks.md, "Where a
+    step's fan-out goes"). Here a write with nothing queued before it goes straight to the kernel; what the kernel does not take (a client that does not read) is queued as before, so the bytes keep
     their order and the not-reading bound (unsent_bytes) sees the same queue. The connection's streaming producer
     (Twisted's HTTP channel, kept after the upgrade) is paused by a full queue as before, and while it is paused every
     write is queued.

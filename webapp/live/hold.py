@@ -1,9 +1,8 @@
 """Requests (and sockets) from a session just refused for its rate wait out the refusal before Django sees them.
 
-A refused request cost the web process a whole Django request (the session and the user from the
-database, the view's lookups, a template) in a worker thread. A script that posts again the moment
-it is refused kept daphne busy and, through the threads' fight for the GIL, held up every other
-student's stream: first token p99 40 ms alone, 950 ms beside one such student (docs/benchmarks.md).
+A refused request still costs a whole Django request (the session and the user from the database, the view's
+lookups, a template) in a worker thread, so a script that posts again the moment it is refused would hold up every
+other student's stream through the threads' fight for the GIL (figures: docs/benchmarks.md).
 
 `note_refused(session_key, path_prefix, retry_after)` is called by a view that refused for a rate.
 `HoldRefused`, in front of Django's ASGI handler, then holds that session's next requests under the

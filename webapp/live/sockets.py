@@ -133,8 +133,13 @@ class JsonSocket(AsyncWebsocketConsumer):
         if session is not None and session.session_key:
             groups.append(browser_session_group(session.session_key))
         for group in groups:
-            await self.channel_layer.group_add(group, self.channel_name)
-            self.groups.append(group)  # Channels leaves self.groups when the socket disconnects
+            await self.join(group)
+
+    async def join(self, group: str) -> None:
+        """Join `group` for the socket's life (Channels leaves `self.groups` on disconnect); here, after the
+        handshake's checks rather than by Channels before them, so that a refused socket hears nothing."""
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.groups.append(group)
 
     def _count_in(self, user_id: int) -> bool:
         """Count this socket for its user, unless the user holds SOCKETS_PER_USER already (then False)."""
@@ -282,8 +287,7 @@ class GroupSocket(JsonSocket):
 
     async def on_connect(self) -> None:
         self.group = self.group_name()
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        self.groups.append(self.group)  # Channels leaves self.groups when the socket disconnects
+        await self.join(self.group)
         snapshot = await self.snapshot()
         if snapshot is None:
             await self.send_error("not_found", self.not_found())

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
-# Python's default is 5 ms. Beside a class's page requests, 20 ms gave the sockets' first tokens p99 248 / 494 ms
-# with an abusive student against 355 / 719 ms at 5 and 1.6 s at 1 (bench/class_load.py, docs/benchmarks.md):
-# the threads running Django's views are interrupted less often, and the event loop runs its ready frames in longer
-# turns. WEB_GIL_SWITCH_MS sets another (docs/deploy.md).
+# Python's default is 5 ms; 20 ms interrupts the threads running Django's views less often and lets the event loop
+# run its ready frames in longer turns, which shortened the sockets' first-token tail beside a class's page requests
+# (figures: docs/benchmarks.md, bench/class_load.py). WEB_GIL_SWITCH_MS sets another (docs/deploy.md).
 GIL_SWITCH_MS = 20.0
 
 

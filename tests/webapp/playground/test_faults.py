@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosed
 from tests.fixtures.playground import SOURCE
 from tests.fixtures.services import WebProcess
 from tests.fixtures.stack import Stack, cookie_for, run, web_socket
+from tests.fixtures.waiting import wait_until, wait_until_async
 from webapp.playground import keys
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
@@ -44,11 +45,15 @@ async def frame(ws: ClientConnection, timeout: float = 20) -> dict[str, Any]:
     return json.loads(await asyncio.wait_for(ws.recv(), timeout))
 
 
-async def until_final(ws: ClientConnection, timeout: float = 30) -> list[dict[str, Any]]:
+async def until_final(ws: ClientConnection, timeout: float = 30,
+                      streaming: asyncio.Event | None = None) -> list[dict[str, Any]]:
+    """The request's frames to its `done` or `error`; `streaming` set at its first token."""
     frames: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     while not frames or frames[-1]["type"] not in ("done", "error"):
         frames.append(await frame(ws, max(0.1, deadline - time.monotonic())))
+        if streaming is not None and frames[-1]["type"] == "token":
+            streaming.set()
     return frames
 
 
@@ -98,12 +103,8 @@ def test_a_worker_killed_mid_decode_ends_the_request_with_worker_lost_and_a_new_
     frames = run(again)
     assert frames[-1]["type"] == "done"
     client = redis.Redis.from_url(stack.redis.url)
-    ended_noted = None  # the worker notes the end just after sending the last frame, so it may land a moment later
-    for _ in range(40):
-        if (ended_noted := client.get(keys.ended_key(frames[0]["request_id"]))) is not None:
-            break
-        time.sleep(0.05)
-    assert ended_noted is not None
+    # the worker notes the end just after sending the last frame, so it may land a moment later
+    wait_until(lambda: client.get(keys.ended_key(frames[0]["request_id"])), "the worker noted the end", timeout=2)
     assert [f["seq"] for f in frames if f["type"] == "token"] == list(range(frames[-1]["steps"]))
 
 
@@ -200,9 +201,10 @@ def test_a_frozen_interactive_worker_is_counted_gone_when_its_presence_expires(s
     assert waited < 1.5
 
 
-async def follow(ws: ClientConnection, timeout: float = 40) -> tuple[list[dict[str, Any]], bool]:
+async def follow(ws: ClientConnection, timeout: float = 40,
+                 streaming: asyncio.Event | None = None) -> tuple[list[dict[str, Any]], bool]:
     """One request's frames to its end as a client would, resyncing on a seq gap; (frames, resynced)."""
-    frames = await until_final(ws, timeout)
+    frames = await until_final(ws, timeout, streaming)
     if frames[-1]["type"] == "error":
         return frames, False
     seqs = [f["seq"] for f in frames if f["type"] == "token"]
@@ -220,10 +222,12 @@ def test_a_redis_restart_mid_decode_closes_no_socket_and_every_client_gets_its_f
     stack.worker()
     cookie = cookie_for(student)
 
-    async def client(web: WebProcess) -> tuple[list[dict[str, Any]], bool, int | None]:
+    streaming, gone = [asyncio.Event() for _ in webs], asyncio.Event()
+
+    async def client(web: WebProcess, tokens: asyncio.Event) -> tuple[list[dict[str, Any]], bool, int | None]:
         async with socket(web, cookie) as ws:
             await ws.send(json.dumps({**SLOW, "pace_ms": 100}))
-            frames, resynced = await follow(ws)
+            frames, resynced = await follow(ws, streaming=tokens)
         return frames, resynced, ws.close_code
 
     async def during(web: WebProcess) -> dict[str, Any] | None:
@@ -242,12 +246,13 @@ def test_a_redis_restart_mid_decode_closes_no_socket_and_every_client_gets_its_f
             return {"type": "closed", "error": repr(error)}
 
     async def blip() -> float:
-        await asyncio.sleep(1.5)
+        await wait_until_async(lambda: all(tokens.is_set() for tokens in streaming), "tokens streaming on both")
         assert stack.redis.proc is not None
         stack.redis.proc.kill()  # gone at once, as a crashed or restarted Redis is
         await asyncio.to_thread(stack.redis.proc.wait)
         stopped = time.monotonic()
-        await asyncio.sleep(3)
+        gone.set()
+        await asyncio.sleep(3)  # absence: the outage itself
         starting = time.monotonic()
         await asyncio.to_thread(stack.redis.start)
         print(f"Redis away {time.monotonic() - stopped:.1f} s (slept {starting - stopped:.1f} s)")
@@ -273,9 +278,9 @@ def test_a_redis_restart_mid_decode_closes_no_socket_and_every_client_gets_its_f
         return results
 
     async def scenario() -> tuple[list[Any], list[Any], list[tuple[float, dict[str, Any]]]]:
-        running = [asyncio.ensure_future(client(web)) for web in webs]
+        running = [asyncio.ensure_future(client(web, tokens)) for web, tokens in zip(webs, streaming, strict=True)]
         back = asyncio.ensure_future(blip())
-        await asyncio.sleep(2.5)  # Redis is away now
+        await wait_until_async(lambda: gone.is_set() or back.done(), "Redis killed", timeout=60)  # away now
         opened = asyncio.gather(*(during(web) for web in webs))
         late = await within_5_s(await back)  # from Redis' return, while the sockets opened before go on
         return await asyncio.gather(*running), await opened, late

@@ -48,8 +48,9 @@ def _missing() -> str | None:
 
 
 def finished(screen: Screen) -> bool:
-    """The whole run on the screen, or a named error frame (what the page shows instead)."""
-    return screen.whole() or any(frame.get("code") for frame in screen.told)
+    """The whole run on the screen, or a named error frame that ends it (what the page shows instead; `catching_up`
+    says the screen is behind, not that the run ended)."""
+    return screen.whole() or any(frame.get("code") not in (None, "catching_up") for frame in screen.told)
 
 
 def _tls() -> ssl.SSLContext:

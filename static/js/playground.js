@@ -236,6 +236,10 @@ function onFrame(frame) {
     askView(state.request); // the server clamps a layer or head this model lacks: ask for what the selectors show
     progress();
   } else if (frame.type === "error") {
+    if (frame.code === "catching_up") { // behind, not ended: the server catches this screen up once its link is back
+      if (state.request && frame.request_id === state.request.id) status(errorReason(frame), true, frame.code);
+      return;
+    }
     if (frame.code === "not_running" && state.request?.viewAsked) { // the ended request's attention is gone
       state.request.viewAsked = null;
       viewLanded();

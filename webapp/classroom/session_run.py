@@ -261,9 +261,42 @@ def watch_run(relay: SessionRelay, request_id: str) -> None:
     async def lost(code: str) -> None:
         await _worker_lost(relay, request_id)
 
+    async def away(cut_off: bool) -> None:
+        await (_cut_off if cut_off else _reconnected)(relay, request_id)
+
     watchdog.watch(key, stream.Watched(
-        request_id=request_id, heard=lambda: max(since, relay.heard), lost=lost,
+        request_id=request_id, heard=lambda: max(since, relay.heard), lost=lost, away=away,
         over=lambda: relay.request_id != request_id or relay.ended or not relay.sockets))
+
+
+async def _cut_off(relay: SessionRelay, request_id: str) -> None:
+    """This process cannot reach Redis while the run it follows is silent: its screens are told they are behind (the
+    run may go on, or end, without this process hearing it), in words; nothing is called lost meanwhile."""
+    if relay.request_id != request_id:
+        return
+    text = orjson.dumps(stream.catching_up_frame(request_id)).decode()
+    for socket in list(relay.sockets):
+        try:
+            await socket.send(text_data=text)
+        except Exception:  # a socket closing meanwhile: the others are still told
+            log.debug("catching_up to a closing socket dropped", exc_info=True)
+
+
+async def _reconnected(relay: SessionRelay, request_id: str) -> None:
+    """Redis answers this process again after a cut: every screen waits for the run's whole copy from its source
+    (the worker's answer to a resync while it runs; the copy it kept, or the error that ended it, once it ended: the
+    watch decides), as the steps published meanwhile never reached this process."""
+    if relay.request_id != request_id or relay.ended:
+        return
+    relay.complete = False  # this copy may have a hole: no screen is served it
+    relay.waiting = list(dict.fromkeys([*relay.waiting, *relay.sockets]))
+    kept = await _redis(stream.ended_state)(request_id)
+    if kept is None:  # still running (or lost: the watch says so next)
+        await _redis(stream.request_resync)(request_id)
+        return
+    relay.ended = True  # it ended during the cut: its worker's copy is the whole run
+    await relay.state_arrived(request_id, {"frames": orjson.loads(kept)["frames"]})
+    await run_record(relay, request_id, workers_copy_first=True)
 
 
 async def _worker_lost(relay: SessionRelay, request_id: str) -> None:

@@ -8,12 +8,20 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from webapp.live.sockets import JsonSocket
 from webapp.playground.handoff import job_send
-from webapp.playground.protocol import LOST_MESSAGES, ProtocolError, is_tag, parse_target, parse_view
+from webapp.playground.protocol import (
+    LOST_MESSAGES,
+    ProtocolError,
+    catching_up_frame,
+    is_tag,
+    parse_target,
+    parse_view,
+)
 from webapp.playground.relay import relay
 from webapp.playground.services import (
     attention_view,
@@ -27,6 +35,7 @@ from webapp.playground.services import (
     published_model_cached,
     request_resync,
 )
+from webapp.playground.watchdog import WORKER_LOST
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +86,32 @@ class DecodeSocket(JsonSocket):
             relay().forget(job["request_id"])
             await self.send_error(refusal.code, refusal.message, **_tag_of(frame))
 
-    async def request_lost(self, request_id: str, code: str) -> None:
-        """The relay heard nothing of this request for too long: tell the client, free its slot, stop its worker."""
+    async def request_away(self, request_id: str, cut_off: bool) -> None:
+        """This process cannot reach Redis (True) while the request is silent: the client is told it is behind,
+        not that the request ended; once Redis answers again (False), a running request's worker is asked for its
+        whole copy, and an ended one's kept copy is sent."""
         if request_id not in self.running:
+            return
+        if cut_off:
+            await self.send(text_data=orjson.dumps(catching_up_frame(request_id)).decode())
+        elif not await self._ended_meanwhile(request_id):
+            await sync_to_async(request_resync, thread_sensitive=False)(request_id)
+
+    async def _ended_meanwhile(self, request_id: str) -> bool:
+        """Whether the request's worker ended it though this process did not hear the end (its link to Redis was
+        cut meanwhile): the client then gets the worker's copy of it, as a `state` frame."""
+        kept = await sync_to_async(ended_state, thread_sensitive=False)(request_id)
+        if kept is None:
+            return False
+        relay().forget(request_id)
+        self._ended(request_id)
+        await self.send(text_data=kept)
+        return True
+
+    async def request_lost(self, request_id: str, code: str) -> None:
+        """The relay heard nothing of this request for too long: tell the client, free its slot, stop its worker;
+        one its worker ended meanwhile is not lost (_ended_meanwhile)."""
+        if request_id not in self.running or (code == WORKER_LOST and await self._ended_meanwhile(request_id)):
             return
         tag = self._ended(request_id)
         message = LOST_MESSAGES[code]

@@ -46,6 +46,16 @@ LOST_MESSAGES = {
     "worker_lost": "the worker decoding this request stopped answering (it crashed or restarted); run it again",
     "no_worker": "no decoding worker took this request in time; try again in a minute",
 }
+# The error frame that says a screen is behind, not that its decode ended: its web process cannot reach Redis (its
+# link to the data host is cut) while the decode is silent; the screen is caught up once the link is back.
+CATCHING_UP = "catching_up"
+CATCHING_UP_MESSAGE = ("this server lost its link to the message service: the decode may go on without this screen, "
+                       "which catches up once the link is back")
+
+
+def catching_up_frame(request_id: str) -> dict[str, object]:
+    """The `error` frame that tells a screen its web process is cut from Redis: the decode is not over."""
+    return {"type": "error", "code": CATCHING_UP, "request_id": request_id, "message": CATCHING_UP_MESSAGE}
 
 
 def state_text(request_id: str, texts: Iterable[str]) -> str:

@@ -68,6 +68,8 @@ class FrameReceiver(Protocol):
 
     async def request_lost(self, request_id: str, code: str) -> None: ...
 
+    async def request_away(self, request_id: str, cut_off: bool) -> None: ...
+
 
 class Relay:
     """One per event loop: registered sockets by channel name, and the task that feeds them."""
@@ -79,17 +81,21 @@ class Relay:
         self._heard: dict[str, float | None] = {}  # request id -> when its worker last spoke (None: not yet)
 
     def watch(self, socket: FrameReceiver, request_id: str) -> None:
-        """Expect this request's frames; tell the socket when they stop coming (request_lost), through the loop's
-        watch over decodes in flight, while the socket is here."""
+        """Expect this request's frames; tell the socket when they stop coming (request_lost), or when this process
+        cannot reach Redis to ask why (request_away), through the loop's watch over decodes in flight, while the
+        socket is here."""
         self._heard[request_id] = None
         channel = socket.channel_name
 
         async def lost(code: str) -> None:
+            await socket.request_lost(request_id, code)  # first: one that fails (Redis away) is watched again
             self._heard.pop(request_id, None)
-            await socket.request_lost(request_id, code)
+
+        async def away(cut_off: bool) -> None:
+            await socket.request_away(request_id, cut_off)
 
         watchdog().watch(("playground", request_id), Watched(
-            request_id=request_id, heard=lambda: self._heard.get(request_id), lost=lost,
+            request_id=request_id, heard=lambda: self._heard.get(request_id), lost=lost, away=away,
             over=lambda: channel not in self._sockets or request_id not in self._heard))
 
     def forget(self, request_id: str) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from webapp.playground.handoff import job_send
 from webapp.playground.protocol import (
+    CATCHING_UP,
     LOST_MESSAGES,
     DecodeRequest,
     ProtocolError,
     View,
+    catching_up_frame,
     parse_view_fields,
     state_text,
 )
@@ -31,9 +33,10 @@ from webapp.playground.services import (
 from webapp.playground.watchdog import NO_WORKER, WORKER_LOST, Watched, watchdog
 
 __all__ = [
-    "LOST_MESSAGES", "NO_WORKER", "WORKER_LOST", "DecodeRequest", "ProtocolError", "View", "Watched", "attention_view",
-    "decode_cancel", "decode_request", "decode_step", "ended_attention", "ended_state", "group_target", "job_send",
-    "lost_frame", "new_job", "parse_view_fields", "request_resync", "state_text", "watchdog",
+    "CATCHING_UP", "LOST_MESSAGES", "NO_WORKER", "WORKER_LOST", "DecodeRequest", "ProtocolError", "View", "Watched",
+    "attention_view", "catching_up_frame", "decode_cancel", "decode_request", "decode_step", "ended_attention",
+    "ended_state", "group_target", "job_send", "lost_frame", "new_job", "parse_view_fields", "request_resync",
+    "state_text", "watchdog",
 ]
 
 

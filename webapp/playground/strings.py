@@ -25,6 +25,9 @@ def _error_reasons() -> dict[str, str]:
         "model_unavailable": _("the worker could not load this model"),
         "worker_stopping": _("the worker is restarting; run it again"),
         "worker_lost": _("the worker decoding this stopped answering; run it again"),
+        "catching_up": _("this server lost its link to the message service: the decode may go on without this "
+                         "screen, which catches up once the link is back"),
+        "steps_lost": _("some steps were lost on their way to this screen and could not be fetched again"),
         "no_worker": _("no worker is decoding right now; try again in a minute"),
         "internal": _("something went wrong on the worker"),
         "too_many_sockets": _("too many connections of yours are open: close another tab of this site"),

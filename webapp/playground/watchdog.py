@@ -7,7 +7,10 @@ frame, no beat) for PLAYGROUND_WORKER_LOST_S is `worker_lost` (the worker was ki
 follower says when the worker last spoke to it, what to do when the request is lost, and when there is nothing more
 to watch; the watch tells each lost request once. Silence is measured from the worker, not from this event loop: before
 calling a request lost, the watch reads the alive key its worker sets at each beat (keys.alive_key), so a web process
-that was itself stalled (its frames and beats waiting unread) does not end a healthy run.
+that was itself stalled (its frames and beats waiting unread) does not end a healthy run. A web process that cannot
+reach Redis to read that key (its link to the data host cut) cannot tell a dead worker from its own cut: it calls
+nothing lost, tells the follower it is cut off (`away(True)`), and decides once Redis answers it again (`away(False)`
+first, so the follower can catch its screens up from the source).
 """
 from __future__ import annotations
 
@@ -17,10 +20,11 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 
+import redis
 from django.conf import settings
 
 from webapp.live.loops import per_loop
-from webapp.ops.redis_client import app_redis
+from webapp.ops.redis_client import quick_redis
 from webapp.ops.worker_presence import queue_workers_up
 from webapp.playground.keys import alive_key
 
@@ -40,6 +44,9 @@ class Watched:
     over: Callable[[], bool] = lambda: False  # nothing more to watch (it ended, its follower went)
     queued: float = field(default_factory=time.monotonic)
     vouched: float = float("-inf")  # when its worker's alive key last vouched for it
+    away: Callable[[bool], Awaitable[None]] | None = None  # told True when Redis stops answering this process about
+    # the silent request, False when it answers again
+    cut_off: bool = False  # Redis did not answer the last look at it
 
 
 class Watchdog:
@@ -78,7 +85,13 @@ class Watchdog:
                 if at is None and (nobody or now - watched.queued > settings.PLAYGROUND_QUEUE_WAIT_S):
                     code = NO_WORKER
                 elif at is not None and now - at > settings.PLAYGROUND_WORKER_LOST_S:
-                    if await worker_holds(watched.request_id):  # this loop was deaf, the worker is not dead
+                    holds = await worker_holds(watched.request_id)
+                    if watched.cut_off != (holds is None):
+                        watched.cut_off = holds is None
+                        await _tell_away(key, watched)
+                    if holds is None:  # cut off from Redis: no word either way until it answers
+                        continue
+                    if holds:  # this loop was deaf, the worker is not dead
                         watched.vouched = time.monotonic()
                         continue
                     code = WORKER_LOST
@@ -87,16 +100,29 @@ class Watchdog:
                 self._watched.pop(key, None)
                 try:
                     await watched.lost(code)
+                except redis.RedisError:  # Redis went away meanwhile: look again at the next round
+                    log.warning("could not end lost request %s yet: Redis is away", key, exc_info=True)
+                    self._watched.setdefault(key, watched)
                 except Exception:  # one follower's failure must not stop the watch over the others
                     log.exception("could not end lost request %s", key)
 
 
-async def worker_holds(request_id: str) -> bool:
-    """Whether the request's worker vouched for it at its last beat (Redis away: False, the silence decides)."""
+async def _tell_away(key: Hashable, watched: Watched) -> None:
+    if watched.away is None:
+        return
     try:
-        return bool(await asyncio.to_thread(app_redis().exists, alive_key(request_id)))
-    except Exception:
-        return False
+        await watched.away(watched.cut_off)
+    except Exception:  # the follower's screens are its own: the watch goes on
+        log.exception("could not tell %s that Redis is %s", key, "away" if watched.cut_off else "back")
+
+
+async def worker_holds(request_id: str) -> bool | None:
+    """Whether the request's worker vouched for it at its last beat; None when Redis does not answer this process
+    within a second (it cannot tell)."""
+    try:
+        return bool(await asyncio.to_thread(quick_redis().exists, alive_key(request_id)))
+    except (redis.RedisError, OSError):
+        return None
 
 
 async def no_interactive_worker() -> bool:

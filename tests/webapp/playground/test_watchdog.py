@@ -60,3 +60,30 @@ async def test_a_run_no_worker_took_is_no_worker(quick):
     request_id = uuid.uuid4().hex
     await _told(_watched(request_id, None, told), request_id, told, within_s=3)
     assert told == [NO_WORKER]
+
+
+async def test_a_web_process_cut_from_redis_calls_nothing_lost_until_redis_answers_it_again(quick, settings):
+    """It cannot tell a dead worker from its own cut: its follower is told it is cut off, nothing is lost; once Redis
+    answers, the follower is told first (to catch its screens up), then the silence decides."""
+    from tests.fixtures.services import free_port
+
+    told: list[str] = []
+    request_id = uuid.uuid4().hex
+
+    async def lost(code: str) -> None:
+        told.append(code)
+
+    async def away(cut_off: bool) -> None:
+        told.append("cut off" if cut_off else "back")
+
+    reachable = settings.REDIS_URL
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens there: refused, as a reset link is
+    silent_since = time.monotonic() - 10
+    await _told(Watched(request_id=request_id, heard=lambda: silent_since, lost=lost, away=away), request_id, told,
+                within_s=3)
+    assert told == ["cut off"] and watchdog().watching(request_id)
+    settings.REDIS_URL = reachable
+    deadline = time.monotonic() + 3
+    while len(told) < 3 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert told == ["cut off", "back", WORKER_LOST]

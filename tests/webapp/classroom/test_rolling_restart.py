@@ -19,6 +19,7 @@ from tests.fixtures.playground import SOURCE
 from tests.fixtures.proxy import Proxy
 from tests.fixtures.services import stop_web
 from tests.fixtures.stack import Stack, cookie_for, run, web_socket
+from tests.fixtures.waiting import wait_until_async
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -41,6 +42,9 @@ class Screen:
     back_after: list[float] = field(default_factory=list)  # how long until it was served again (a snapshot)
     told: list[dict[str, Any]] = field(default_factory=list)  # error frames
     first_frames: list[dict[str, Any]] = field(default_factory=list)  # the console's: sent once, on its first join
+    first_after: list[Screen] = field(default_factory=list)  # the tabs that join before the first frames go
+    joined: bool = False  # holds a socket that has had its `session` frame
+    sending: asyncio.Future[None] | None = None  # the console's first frames on their way
     since_join: list[str] = field(default_factory=list)  # the types of the frames since the last `session` frame
 
     def told_since_join(self) -> str:
@@ -72,6 +76,7 @@ async def reconnecting(screen: Screen, until: float, open_socket: Any, done: Any
         except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError):
             if time.monotonic() >= until:
                 return
+            screen.joined = False
             screen.drops.append(time.monotonic())
             await asyncio.sleep(retry * random.uniform(0.8, 1.2))
             retry = min(retry * 2, LONGEST_RETRY_S)
@@ -92,9 +97,9 @@ async def _take(ws: Any, screen: Screen, frame: dict[str, Any], dropped: float |
     kind = frame["type"]
     screen.since_join = [] if kind == "session" else [*screen.since_join, f"{kind}:{frame.get('seq', '')}"]
     if kind == "session":
-        for first in screen.first_frames:
-            await asyncio.sleep(1)  # the class joins meanwhile
-            await ws.send(json.dumps(first))
+        screen.joined = True
+        if screen.first_frames:
+            screen.sending = asyncio.ensure_future(_send_first(ws, screen, screen.first_frames))
         screen.first_frames = []
         if dropped is not None:
             screen.back_after.append(time.monotonic() - dropped)
@@ -116,6 +121,16 @@ async def _take(ws: Any, screen: Screen, frame: dict[str, Any], dropped: float |
             await ws.send(json.dumps({"type": "resync"}))
     elif kind == "error":
         screen.told.append(frame)
+
+
+async def _send_first(ws: Any, screen: Screen, frames: list[dict[str, Any]]) -> None:
+    """The console's first frames, once the class has joined; each after the run's `start` has shown (a run closes
+    an open question: the question comes after it)."""
+    await wait_until_async(lambda: all(tab.joined for tab in screen.first_after), "the class joined", timeout=60)
+    for i, frame in enumerate(frames):
+        if i:
+            await wait_until_async(lambda: screen.frames, "the run started on the console", timeout=30)
+        await ws.send(json.dumps(frame))
 
 
 def _print_log_tails(folder: Any) -> None:
@@ -159,12 +174,14 @@ def test_restarting_each_web_process_and_the_proxy_mid_run_loses_no_step_and_no_
             console.first_frames = [  # a run closes an open question: the question comes second
                 {"type": "run", "source": SOURCE, "pace_ms": PACE_MS, "min_len": STEPS, "max_len": STEPS},
                 {"type": "question", "kind": "choice", "prompt": "What does the model do?", "options": OPTIONS}]
+            console.first_after = students
             console_tab = asyncio.ensure_future(follow(proxy, session.code, console, until))
             await asyncio.wait_for(first.wait(), 30)
             started = time.monotonic()
             for i in (0, 1):
                 await restart_web(i)
-                await asyncio.sleep(1)
+                await wait_until_async(lambda: all(tab.joined or tab.whole() for tab in [*students, console]),
+                                       "the class back on its sockets before the next restart")
             await restart_proxy()
             await asyncio.gather(*tabs, console_tab)
             return started

@@ -31,6 +31,7 @@ from scripts.redis_embedded import EmbeddedRedis
 from tests.fixtures.playground import SOURCE
 from tests.fixtures.services import WebProcess, free_port
 from tests.fixtures.stack import Stack, cookie_for, run, web_socket
+from tests.fixtures.waiting import wait_until_async
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
@@ -89,7 +90,7 @@ def page_status(web: WebProcess, cookie: str) -> int:
 async def probes(web: WebProcess, cookie: str, back_at: float, first_at: float) -> list[tuple[float, str]]:
     """From `first_at` s after Redis' return, a new decode socket and a page at once, again and again, until
     PROBE_FOR_S after the first that fully served (or GIVE_UP_S): (s after the return when each ended, outcome)."""
-    await asyncio.sleep(max(0.0, back_at + first_at - time.monotonic()))
+    await asyncio.sleep(max(0.0, back_at + first_at - time.monotonic()))  # absence: nobody touches it until then
     results: list[tuple[float, str]] = []
     served_at: float | None = None
     while time.monotonic() - back_at < GIVE_UP_S and (served_at is None or time.monotonic() - served_at < PROBE_FOR_S):
@@ -118,20 +119,19 @@ async def restart_redis(stack: Stack) -> float:
     assert stack.redis.proc is not None
     stack.redis.proc.kill()
     await asyncio.to_thread(stack.redis.proc.wait)
-    await asyncio.sleep(AWAY_S)
+    await asyncio.sleep(AWAY_S)  # absence: the outage itself
     await asyncio.to_thread(stack.redis.start)
     return time.monotonic()
 
 
-async def keep_connecting(webs: list[WebProcess], cookie: str, stop: asyncio.Event) -> int:
-    """Open sockets on every web process, a few at a time, until told to stop: subscribes in flight throughout."""
-    opened = 0
+async def keep_connecting(webs: list[WebProcess], cookie: str, stop: asyncio.Event, opened: list[float]) -> int:
+    """Open sockets on every web process, a few at a time, until told to stop: subscribes in flight throughout.
+    `opened` gets the time each handshake was done."""
 
     async def one(web: WebProcess) -> None:
-        nonlocal opened
         try:
             async with web_socket(web, "/ws/decode/", cookie) as ws:
-                opened += 1
+                opened.append(time.monotonic())
                 await ws.send(json.dumps(SHORT))
                 await final_frame(ws, 2)
         except Exception:  # noqa: BLE001 (refusals are expected while Redis is away)
@@ -140,7 +140,7 @@ async def keep_connecting(webs: list[WebProcess], cookie: str, stop: asyncio.Eve
     while not stop.is_set():
         await asyncio.gather(*(one(web) for web in webs for _ in range(3)))
         await asyncio.sleep(0.02)
-    return opened
+    return len(opened)
 
 
 @pytest.mark.parametrize("moment", ["idle", "mid-connect", "mid-run"])
@@ -153,16 +153,17 @@ def test_every_web_process_serves_sockets_and_pages_within_5_s_of_redis_return(s
         for web in webs:  # both serve before the fault (and have used their channel layer)
             assert await decode_once(web, cookie, timeout=20) == "done"
         background: list[asyncio.Future[Any]] = []
-        stop = asyncio.Event()
+        stop, opened, streaming = asyncio.Event(), [], [asyncio.Event() for _ in webs]
         if moment == "mid-connect":
-            background.append(asyncio.ensure_future(keep_connecting(webs, cookie, stop)))
+            background.append(asyncio.ensure_future(keep_connecting(webs, cookie, stop, opened)))
         elif moment == "mid-run":
-            for web in webs:
-                background.append(asyncio.ensure_future(_paced_decode(web, cookie)))
-            await asyncio.sleep(1.0)  # tokens are streaming on both
+            for web, tokens in zip(webs, streaming, strict=True):
+                background.append(asyncio.ensure_future(_paced_decode(web, cookie, tokens)))
+            await wait_until_async(lambda: all(tokens.is_set() for tokens in streaming), "tokens streaming on both")
         back_at = await restart_redis(stack)
-        if moment == "mid-connect":
-            await asyncio.sleep(0.3)  # sockets go on connecting right through Redis' return
+        if moment == "mid-connect":  # sockets go on connecting right through Redis' return
+            await wait_until_async(lambda: opened and opened[-1] > back_at, "a socket opened after Redis' return",
+                                   timeout=BACK_WITHIN_S)
         stop.set()
         # Web process 0 is asked at once; when idle, web process 1 is left alone until 5 s after the return
         # (the issue's probe: nobody touched its channel layer since before Redis went).
@@ -187,11 +188,15 @@ def test_every_web_process_serves_sockets_and_pages_within_5_s_of_redis_return(s
         assert results[1][0][1] == "ok", results[1]
 
 
-async def _paced_decode(web: WebProcess, cookie: str) -> None:
-    """A decode streaming when Redis goes (its outcome is test_faults' subject, not this test's)."""
+async def _paced_decode(web: WebProcess, cookie: str, streaming: asyncio.Event) -> None:
+    """A decode streaming when Redis goes (its outcome is test_faults' subject, not this test's); `streaming` set at
+    its first token."""
     try:
         async with web_socket(web, "/ws/decode/", cookie) as ws:
             await ws.send(json.dumps(PACED))
+            while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "token":
+                pass
+            streaming.set()
             await final_frame(ws, 30)
     except Exception:  # noqa: BLE001
         pass
@@ -213,17 +218,17 @@ async def test_the_first_socket_after_a_quiet_redis_restart_gets_its_channel_and
         await layer.group_add("account", channel)
         await layer.group_discard("account", channel)
         reading = asyncio.ensure_future(layer.receive(channel))  # a socket's reader; cancelled: it unsubscribes
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0)  # one turn of the loop: the reader waits on its channel's queue
         reading.cancel()
         pubsub = layer._get_layer()._shards[0]._pubsub
-        while pubsub.subscribed:  # the unsubscribe is confirmed when the layer's reader reads it
-            await asyncio.sleep(0.05)
+        # the unsubscribe is confirmed when the layer's reader reads it
+        await wait_until_async(lambda: not pubsub.subscribed, "the reader's channel unsubscribed", timeout=5)
         assert server.proc is not None
         server.proc.kill()
         server.proc.wait()
-        await asyncio.sleep(1)
+        await asyncio.sleep(1)  # absence: Redis is away
         server.start()
-        await asyncio.sleep(1)  # Redis has been back a while; nothing of this process has touched it
+        await asyncio.sleep(1)  # absence: Redis has been back a while; nothing of this process has touched it
 
         channel = await layer.new_channel()
         await layer.group_add("account", channel)  # refused: "Error UNKNOWN while writing to socket. Connection lost."

@@ -115,7 +115,7 @@ def test_from_the_keyboard_alone_a_student_reaches_the_source_and_enter_runs(
     page.keyboard.press("Control+A")
     page.keyboard.type("我的猫追了一只老鼠。")
     page.keyboard.press("Shift+Enter")  # a new line, and nothing runs
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(300)  # absence: no decode starts from Shift+Enter
     assert page.evaluate(TOKENS) == 0 and "\n" in page.get_by_test_id("source").input_value()
     page.keyboard.press("Backspace")
     page.keyboard.press("Enter")

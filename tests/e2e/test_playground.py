@@ -51,7 +51,7 @@ def test_in_step_mode_one_click_gives_exactly_one_token(asgi_server, demo, zh_en
     for clicks in (1, 2, 3):
         page.get_by_test_id("step").click()
         page.wait_for_function(f"{TOKENS} === {clicks}")
-        page.wait_for_timeout(600)  # nothing more comes until the next click
+        page.wait_for_timeout(600)  # absence: nothing more comes until the next click
         assert page.evaluate(TOKENS) == clicks
     assert len(page.get_by_test_id("output").inner_text().split()) == 3
     page.get_by_test_id("cancel").click()

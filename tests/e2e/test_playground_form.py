@@ -38,7 +38,7 @@ def test_a_reload_mid_decode_keeps_the_sentence_and_settings_and_a_double_click_
     page.locator("input[name=strategy][value=beam]").check()
     page.get_by_test_id("run").dblclick()
     page.wait_for_function(f"{STATUS}.startsWith('Decoding')")
-    page.wait_for_timeout(300)  # a second decode, if the page sent one, is on its way by now
+    page.wait_for_timeout(300)  # absence: a second decode, if the page sent one, is on its way by now
     assert len(sent) == 1, sent  # one decode for one double-click
     assert sent[0]["source"] == SENTENCE and sent[0]["pace_ms"] == 250 and sent[0]["strategy"] == "beam"
 

@@ -151,7 +151,7 @@ def test_a_cancelled_run_stops_and_writes_no_checkpoint(admin, store, start_work
     job = wait_for(job, lambda j: j.is_final, "stopped", timeout=30)
     assert job.status == Status.CANCELLED and job.step < 1000
     assert f"cancelled at step {job.step}" in job.log
-    time.sleep(1.0)  # anything the run would still write lands by now
+    time.sleep(1.0)  # absence: no weights file lands after the cancel
     assert sorted(p.name for p in job.folder.iterdir()) == ["job.json"]
     assert job.model is None and not TrainedModel.objects.exists()
 
@@ -182,7 +182,7 @@ def test_a_redis_restart_loses_no_job_the_running_one_finishes_and_the_queued_on
         assert server.proc is not None
         server.proc.kill()
         server.proc.wait()
-        time.sleep(1)
+        time.sleep(1)  # absence: Redis is away under the running job
         server.start()  # empty: the queued job's message is gone
         running = wait_for(running, lambda j: j.is_final, "finished")
         assert running.status == Status.SUCCEEDED and running.step == 300, running.log

@@ -1,12 +1,12 @@
 """The web process's relay: a worker turn's frames for this process's sockets arrive in one message."""
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 from channels.layers import get_channel_layer
 
+from tests.fixtures.waiting import wait_until_async
 from webapp.playground.relay import relay
 
 
@@ -27,13 +27,6 @@ def frame(reply: str, request_id: str, seq: int, final: bool = False) -> list[An
     return [reply, request_id, final, json.dumps({"type": "token", "seq": seq})]
 
 
-async def until(check, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "the frames did not arrive"
-        await asyncio.sleep(0.01)
-
-
 async def test_each_socket_gets_its_own_frames_in_order_and_a_failing_one_or_a_bad_frame_stops_no_other(redis_server) -> None:
     hub = relay()
     alice, bob, broken = Socket("sock.alice"), Socket("sock.bob"), Socket("sock.broken", fail=True)
@@ -45,7 +38,7 @@ async def test_each_socket_gets_its_own_frames_in_order_and_a_failing_one_or_a_b
         frame("sock.gone", "g", 0),  # a socket that has closed: dropped
         frame("sock.alice", "a", 1, final=True),
     ]})
-    await until(lambda: len(alice.got) == 2 and len(bob.got) == 1)
+    await wait_until_async(lambda: len(alice.got) == 2 and len(bob.got) == 1, "the frames arrived", timeout=5)
     assert [json.loads(m["text"])["seq"] for m in alice.got] == [0, 1]
     assert [m["final"] for m in alice.got] == [False, True]
     assert alice.got[0]["type"] == "playground.frame" and alice.got[0]["request_id"] == "a"

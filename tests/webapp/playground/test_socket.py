@@ -9,6 +9,7 @@ from channels.db import database_sync_to_async
 
 from tests.fixtures.attention import step_attention
 from tests.fixtures.playground import SOURCE, connected, nothing_arrives, receive, until_final
+from tests.fixtures.waiting import wait_until_async
 from webapp.ops.redis_client import app_redis
 from webapp.playground import keys
 
@@ -23,13 +24,10 @@ def tokens_of(frames):
 
 async def ended(request_id: str, timeout: float = 5) -> dict:
     """What the worker recorded when the request ended (it writes this only once it has stopped)."""
-    client = app_redis()
-    for _ in range(int(timeout / 0.05)):
-        raw = await database_sync_to_async(client.get)(keys.ended_key(request_id))
-        if raw:
-            return json.loads(raw)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the worker never ended {request_id}")
+    key = keys.ended_key(request_id)
+    raw = await wait_until_async(lambda: database_sync_to_async(app_redis().get)(key), f"the worker ended {request_id}",
+                                 timeout=timeout)
+    return json.loads(raw)
 
 
 async def test_anonymous_visitors_and_foreign_pages_cannot_open_the_socket(student):

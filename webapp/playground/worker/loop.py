@@ -103,7 +103,7 @@ class DecodeLoop:
         outbox: asyncio.Queue[Tick | set[str] | None] = asyncio.Queue()
         client = aioredis.Redis.from_url(settings.REDIS_URL)
         compute = ThreadPoolExecutor(1, thread_name_prefix="playground-compute", initializer=_limit_threads)
-        sender = asyncio.create_task(self._send_forever(outbox, client))
+        sender = asyncio.create_task(send_forever(outbox, client))
         beats = asyncio.create_task(self._beat_forever(client))
         self._ready.set()
         tick = Tick()
@@ -117,16 +117,24 @@ class DecodeLoop:
                     # (its web process hearing beats for it) and never run.
                     held += await self._collect(0 if held else tick.wake_in)
                     jobs = held
-                    cancels, credits, resyncs, views = await control if control is not None else (set(), {}, set(), {})
+                    # The flags read while the last turn computed. A turn with work to do does not wait for a read
+                    # still on its way (Redis an RTT away, longer than a step's compute: every step would wait one
+                    # RTT); it goes on without, and the read's answer counts at the first turn after it comes.
+                    if control is not None and (control.done() or not (jobs or tick.wake_in == 0)):
+                        cancels, credits, resyncs, views = await control
+                        control = None
+                    else:
+                        cancels, credits, resyncs, views = set(), {}, set(), {}
                     if resyncs:  # in the outbox's order: each state holds every frame sent before it
                         outbox.put_nowait(resyncs)
                     call = functools.partial(self.batcher.tick, jobs=jobs, cancels=cancels, credits=credits,
                                              views=views)
                     turn = self._loop.run_in_executor(compute, call)
                     held = []  # the batcher has them now
-                    # Read the flags for the next turn while this one computes: a cancel sent now
-                    # stops the request before its next step, and the read costs a turn no time.
-                    control = asyncio.create_task(self._read_control(client, tick))
+                    # Read the flags for the next turn while this one computes (one read at a time): a cancel
+                    # sent now stops the request within a step and one round trip to Redis.
+                    if control is None:
+                        control = asyncio.create_task(self._read_control(client, tick))
                     tick = await turn
                     for ended in tick.ended:
                         self._held.pop(ended.request_id, None)
@@ -141,6 +149,8 @@ class DecodeLoop:
             outbox.put_nowait(last)
         finally:
             beats.cancel()
+            if control is not None:
+                control.cancel()
             outbox.put_nowait(None)
             await sender
             compute.shutdown(wait=False)
@@ -206,24 +216,56 @@ class DecodeLoop:
             except Exception:  # Redis away for a moment: the next beat tries again
                 log.warning("playground beat could not be sent", exc_info=True)
 
-    async def _send_forever(self, outbox: asyncio.Queue[Tick | set[str] | None], client: aioredis.Redis) -> None:
-        """Send each turn's frames in order (requests side by side), then record ended requests.
 
-        A set in the outbox names requests whose client saw a gap: each gets a `state` frame
-        holding every frame sent for it so far.
-        """
-        sender = FrameSender(get_channel_layer())
-        while (tick := await outbox.get()) is not None:
-            try:
-                if isinstance(tick, set):
-                    await sender.send_states(tick)
-                    continue
+async def send_forever(outbox: asyncio.Queue[Tick | set[str] | None], client: aioredis.Redis) -> None:
+    """Send each turn's frames in order (requests side by side), then record ended requests.
+
+    The turns that queued while the last send crossed to Redis go together, in order: one message per web
+    process for all of them, so a Redis an RTT away costs one round trip per send, not one per step (a send
+    waits for its publish to be answered). A set in the outbox names requests whose client saw a gap: each
+    gets a `state` frame holding every frame sent for it so far.
+    """
+    sender = FrameSender(get_channel_layer())
+    while (item := await outbox.get()) is not None:
+        ticks, after = _queued_ticks(item, outbox)
+        try:
+            if ticks:
+                tick = _merged(ticks)
                 await sender.send(tick.out)
                 finished = sender.take_finished()
                 if tick.ended or tick.extended or finished:
                     await _record(client, tick, finished)
-            except Exception:
-                log.exception("playground frames could not be sent")
+            if isinstance(after, set):
+                await sender.send_states(after)
+        except Exception:
+            log.exception("playground frames could not be sent")
+        if after is _STOP:
+            return
+
+
+_STOP: Any = object()  # what _queued_ticks says when it took the outbox's end (None)
+
+
+def _queued_ticks(item: Tick | set[str], outbox: asyncio.Queue[Tick | set[str] | None]) -> tuple[list[Tick], Any]:
+    """The turns to send now: `item` and every turn queued behind it, up to the first resync set (returned after
+    them, to send once their frames went) or the end (_STOP)."""
+    if isinstance(item, set):
+        return [], item
+    ticks = [item]
+    while not outbox.empty():
+        following = outbox.get_nowait()
+        if isinstance(following, Tick):
+            ticks.append(following)
+        else:
+            return ticks, _STOP if following is None else following
+    return ticks, None
+
+
+def _merged(ticks: list[Tick]) -> Tick:
+    if len(ticks) == 1:
+        return ticks[0]
+    return Tick(out=[out for tick in ticks for out in tick.out], ended=[e for tick in ticks for e in tick.ended],
+                extended=[x for tick in ticks for x in tick.extended])
 
 
 def _limit_threads() -> None:

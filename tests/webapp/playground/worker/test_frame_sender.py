@@ -58,3 +58,43 @@ async def test_a_request_that_ends_leaves_its_state_every_kept_frame_in_order_or
         await sender.send([out])
     error = json.loads(sender.take_finished()["r2"])
     assert (error["type"], error["code"], error["request_id"]) == ("error", "frame_too_large", "r2")
+
+
+class _SlowLayer(InMemoryChannelLayer):
+    """A channel layer whose every send takes a round trip to a Redis far away (20 ms)."""
+
+    async def send(self, channel: str, message: dict) -> None:
+        await asyncio.sleep(0.02)
+        await super().send(channel, message)
+
+
+async def test_turns_that_queue_while_a_send_crosses_to_redis_go_together_in_order(monkeypatch) -> None:
+    """A worker whose steps are quicker than its round trip to Redis: one message per send, not one per step (each
+    step would otherwise wait a round trip), and every frame in the order its turns made them; a resync's state
+    goes after the frames queued before it."""
+    from webapp.playground.worker import loop
+    from webapp.playground.worker.batcher import Tick
+
+    layer = _SlowLayer()
+    relay = await layer.new_channel()
+    monkeypatch.setattr(loop, "get_channel_layer", lambda: layer)
+    outbox: asyncio.Queue = asyncio.Queue()
+    sending = asyncio.ensure_future(loop.send_forever(outbox, client=None))
+    token = '{{"type":"token","seq":{}}}'
+    outbox.put_nowait(Tick(out=[Out("a", "r1", False, '{"type":"start"}', relay, kept=True)]))
+    await asyncio.sleep(0)  # the first send is on its way
+    for seq in range(10):  # ten steps made while it crosses
+        outbox.put_nowait(Tick(out=[Out("a", "r1", False, token.format(seq), relay, kept=True)]))
+    outbox.put_nowait({"r1"})  # the client saw a gap: its state, after the steps before it
+    outbox.put_nowait(None)
+    await asyncio.wait_for(sending, 5)
+    messages = []
+    while True:
+        try:
+            messages.append(await asyncio.wait_for(layer.receive(relay), 0.1))
+        except TimeoutError:
+            break
+    texts = [text for message in messages for _reply, _rid, _final, text in message["frames"]]
+    assert len(messages) == 3, [len(m["frames"]) for m in messages]  # the start; the ten steps; the state
+    assert texts[:11] == ['{"type":"start"}', *(token.format(seq) for seq in range(10))]
+    assert [f["type"] for f in json.loads(texts[11])["frames"]] == ["start", *["token"] * 10]

@@ -72,8 +72,8 @@ async def follow(url: str, screen: Screen, until: float, on_frame: Any) -> None:
 async def scenario(url: str, teacher: str, students: list[str], web1_links: Path, mode: str,
                    seconds: float) -> dict[str, Any]:
     console, screens = Screen(f"sessionid={teacher}"), [Screen(f"sessionid={key}") for key in students]
-    # The console starts the run once it has joined (a second after, as test_rolling_restart's does); a student
-    # who joins later gets the run so far in a `state` frame.
+    # The console starts the run once the class has joined, as test_rolling_restart's does.
+    console.first_after = screens
     console.first_frames = [{"type": "run", "source": "昨天我在花园里画了三条大鱼。", "strategy": "greedy",
                              "min_len": STEPS, "max_len": STEPS, "pace_ms": PACE_MS, "step_mode": False}]
     until = time.monotonic() + 150

@@ -8,13 +8,15 @@
     .venv/bin/python scripts/cluster.py fault shape --rtt 20ms [--jitter 2ms] [--loss 2%]
     .venv/bin/python scripts/cluster.py fault kill gpu [interactive]      (SIGKILL a host's processes, or one)
     .venv/bin/python scripts/cluster.py fault restart data redis [--after 3s]   (SIGKILL, then start it again)
+    .venv/bin/python scripts/cluster.py fault start gpu2  (bring the standby GPU host's workers up: a second gpu)
     .venv/bin/python scripts/cluster.py commands 20s      (Redis commands by host and name, for that long)
     .venv/bin/python scripts/cluster.py down
 
 Hosts (namespace `encdec-<host>`, address 10.251.0.N/24 on the bridge `encdec-br`; the root namespace gets no
 address): `proxy` (nginx with TLS, the site block of docs/deploy.md, a certificate made here), `web1` and `web2`
 (`python -m webapp.server`, as scripts/run_stack.py starts it), `gpu` (the interactive and demonstrations
-workers), `cpu` (experiments and training), `data` (Debian's redis-server and PostgreSQL, run as processes with
+workers), `gpu2` (a standby second GPU host: on the network with its links, its workers started by `fault start
+gpu2`, as an operator brings a spare machine in when `gpu` is lost), `cpu` (experiments and training), `data` (Debian's redis-server and PostgreSQL, run as processes with
 their data under this cluster's temporary folder) and `client` (the school's network: a browser or a benchmark
 runs there with `ip netns exec encdec-client ...`).
 
@@ -59,7 +61,7 @@ STATE = Path(os.environ.get("ENCDEC_CLUSTER_STATE", "/run/encdec-cluster.json"))
 PREFIX = "encdec-"
 BRIDGE = "encdec-br"
 SUBNET = "10.251.0"
-HOSTS = {"proxy": 10, "web1": 11, "web2": 12, "gpu": 21, "cpu": 22, "data": 30, "client": 100}
+HOSTS = {"proxy": 10, "web1": 11, "web2": 12, "gpu": 21, "gpu2": 23, "cpu": 22, "data": 30, "client": 100}
 WEBS = ("web1", "web2")
 WEB_PORT, REDIS_PORT, PG_PORT = 8000, 6379, 5432
 PG_BIN = max(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
@@ -71,6 +73,7 @@ WORKERS = {  # host -> (queue, pool options), as scripts/run_stack.py starts the
     "cpu": [("experiments", ["--pool", "prefork", "--concurrency", "1"]),
             ("training", ["--pool", "prefork", "--concurrency", "1"])],
 }
+STANDBY = {"gpu2": "gpu"}  # host -> the host whose workers it runs once started (`fault start`); none at `up`
 CLONE_NEWNET = 0x40000000
 # `up --bench`: the limits bench/classroom.py and bench/stream.py lift on a stack of their own. Their users' sessions
 # are written straight into the database, so no web process has seen them signed in: their sockets pay from the
@@ -92,7 +95,7 @@ def links(host: str) -> list[tuple[str, int, str, int]]:
     """The links `host` opens to others: (peer, local port, peer's address, peer's port)."""
     if host == "proxy":
         return [(web, WEB_PORT + 1 + i, address(web), WEB_PORT) for i, web in enumerate(WEBS)]
-    if host in (*WEBS, "gpu", "cpu"):
+    if host in (*WEBS, *WORKERS, *STANDBY):
         return [("data", REDIS_PORT, address("data"), REDIS_PORT), ("data", PG_PORT, address("data"), PG_PORT)]
     return []
 
@@ -316,6 +319,13 @@ def links_up(state: dict[str, Any]) -> None:
         wait_for(f"{host}'s link proxy", lambda s=sock: Path(s).exists(), 30, state)
 
 
+def workers_up(state: dict[str, Any], host: str, like: str, env: dict[str, str]) -> None:
+    """Start on `host` the Celery workers WORKERS gives `like` (the same queues and pools, named for `host`)."""
+    for queue, options in WORKERS[like]:
+        spawn(state, host, queue, [str(BIN / "celery"), "-A", "webapp", "worker", "-Q", queue, "-n", f"{queue}@{host}",
+                                   "--loglevel", "INFO", *options], env)
+
+
 def app_env(state: dict[str, Any], *, direct: bool = False) -> dict[str, str]:
     """The environment an operator writes for every process (docs/deploy.md), as seen from a host: Redis and
     PostgreSQL through the host's link (127.0.0.1), or straight at the data host (`direct`, for the one-off jobs)."""
@@ -438,10 +448,8 @@ def up(args: argparse.Namespace) -> int:
         for web in WEBS:
             spawn(state, web, "web", [PYTHON, "-m", "webapp.server", "-b", address(web), "-p", str(WEB_PORT),
                                       "webapp.asgi:application"], env)
-        for host, queues in WORKERS.items():
-            for queue, options in queues:
-                spawn(state, host, queue, [str(BIN / "celery"), "-A", "webapp", "worker", "-Q", queue, "-n",
-                                           f"{queue}@{host}", "--loglevel", "INFO", *options], env)
+        for host in WORKERS:
+            workers_up(state, host, host, env)
         proxy_dir = folder / "proxy"
         certificate(proxy_dir)
         conf = nginx_conf(proxy_dir)
@@ -561,6 +569,15 @@ def fault(args: argparse.Namespace) -> int:
             control(Path(sock), request)
         save_state(state)
         print(f"every link: rtt {state['rtt_ms']:g} ms, jitter {state['jitter_ms']:g} ms, loss {state['loss']:.2%}")
+        return 0
+    if args.fault == "start":
+        queues = {queue for queue, _ in WORKERS[STANDBY[args.host]]}
+        if any(p["host"] == args.host and p["name"] in queues and alive(p["pid"]) for p in state["processes"]):
+            print(f"error: {args.host}'s workers are running already", file=sys.stderr)
+            return 1
+        workers_up(state, args.host, STANDBY[args.host], app_env(state))
+        print(f"started {args.host}'s workers ({', '.join(q for q, _ in WORKERS[STANDBY[args.host]])}); "
+              f"/healthz counts them once they have connected", flush=True)
         return 0
     if args.fault in ("kill", "restart"):
         hit = [p for p in state["processes"] if p["host"] == args.host and (args.process is None or
@@ -711,6 +728,8 @@ def main() -> int:
     restart.add_argument("host", choices=list(HOSTS))
     restart.add_argument("process", nargs="?")
     restart.add_argument("--after", type=duration_s, default=0.0, help="how long it stays down (e.g. 3s)")
+    begin = kinds.add_parser("start", help="start a standby host's workers (gpu2: those of gpu)")
+    begin.add_argument("host", choices=list(STANDBY))
     count = commands.add_parser("commands", help="count the data host's Redis commands by host and name (MONITOR)")
     count.add_argument("seconds", type=duration_s)
     args = parser.parse_args()

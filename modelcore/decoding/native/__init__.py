@@ -90,14 +90,23 @@ def build(verbose: bool = False) -> ModuleType:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             return module
-    return load(name=name, sources=[str(SOURCE)], extra_cflags=["-O3"], verbose=verbose)
+    return load(name=name, sources=[str(SOURCE)], extra_cflags=CFLAGS, extra_ldflags=LDFLAGS, verbose=verbose)
+
+
+# -fopenmp: step.cpp's at::parallel_for is a header template whose threads are `#pragma omp parallel`, compiled
+# into the extension itself; without the flag the pragma is ignored and every projection ran on one thread
+# (issue 49: on a 2-core AVX2 host the native step was no faster than the Python step at batch 16, whose
+# addmm uses both cores). The extension's libgomp.so.1 is the one torch has loaded already (same soname),
+# so both share one thread pool and torch.set_num_threads governs both.
+CFLAGS = ["-O3", "-fopenmp"]
+LDFLAGS = ["-fopenmp"]
 
 
 def build_name() -> str:
-    """The extension's name, which names its folder in the cache: one per version of step.cpp.
+    """The extension's name, which names its folder in the cache: one per version of step.cpp and its flags.
 
     Two checkouts on one machine (or a build racing an edit) then never overwrite each other's
     build: torch would otherwise load whichever of them compiled last under the shared name.
     """
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(SOURCE.read_bytes() + repr((CFLAGS, LDFLAGS)).encode()).hexdigest()[:12]
     return f"{NAME}_{digest}"

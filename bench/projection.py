@@ -6,6 +6,10 @@ Rows 1 and 16 (batch 1 and 16) through the decoder's matrices (d_model 256, d_ff
 every ISA's kernels this CPU runs (native step's use_isa) and addmm (MKL, with whichever kernels --isa
 forced on it), interleaved in each repeat; medians of microseconds per call, weights warm. One thread
 measures the kernels alone; two, as decoding runs, also how the threads wait on each other.
+
+Then a step's 19 projections in a row (3 layers of qkv, three 256 -> 256, the FFN's two; then the generator),
+each through its own weights as a decode step reads them: 12 MB, more than a core's L2, where the figures per
+shape above call one matrix again and again from the caches.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import isa  # bench/isa.py
 import torch
@@ -27,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from modelcore.decoding.native import native_step  # noqa: E402
 
 SHAPES = [(256, 768), (256, 256), (256, 1024), (1024, 256), (256, 1000)]  # (in, out): qkv, outs, FFN, generator
+STEP = [(256, 768), (256, 256), (256, 256), (256, 256), (256, 1024), (1024, 256)] * 3 + [(256, 1000)]
 
 
 def microseconds(call: Callable[[], object], calls: int = 50) -> float:
@@ -66,8 +72,35 @@ def main() -> None:
             print(f"rows {rows:2d} {inner:4d} -> {out:4d}: " + "  ".join(f"{n} {v:7.1f} us" for n, v in medians.items()))
         print(f"rows {rows:2d} all five:    " + "  ".join(f"{n} {v:7.1f} us" for n, v in totals.items())
               + "   addmm / each: " + ", ".join(f"{n} {totals['addmm'] / totals[n]:.2f}x" for n in variants))
+    step(module, variants, args.repeats)
     module.use_isa("auto")
     print(f"load average after {os.getloadavg()}")
+
+
+def step(module: ModuleType, variants: list[str], repeats: int) -> None:
+    """A decode step's 19 projections, each with its own weights, per ISA and through addmm."""
+    weights = [(torch.randn(inner, out), torch.randn(out)) for inner, out in STEP]
+    packed = [module.pack_weight(w) for w, _ in weights]
+    for rows in (1, 16):
+        xs = [torch.randn(rows, inner) for inner, _ in STEP]
+
+        def native(xs: list[torch.Tensor] = xs) -> None:
+            for x, p, (_, b) in zip(xs, packed, weights, strict=True):
+                module.linear(x, p, b)
+
+        def addmm(xs: list[torch.Tensor] = xs) -> None:
+            for x, (w, b) in zip(xs, weights, strict=True):
+                torch.addmm(b, x, w)
+
+        times: dict[str, list[float]] = {name: [] for name in [*variants, "addmm"]}
+        for _ in range(repeats):
+            for name in variants:
+                module.use_isa(name)
+                times[name].append(microseconds(native, calls=20))
+            times["addmm"].append(microseconds(addmm, calls=20))
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        print(f"rows {rows:2d} a step's 19:  " + "  ".join(f"{n} {v:7.1f} us" for n, v in medians.items())
+              + "   addmm / each: " + ", ".join(f"{n} {medians['addmm'] / medians[n]:.2f}x" for n in variants))
 
 
 if __name__ == "__main__":

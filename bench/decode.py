@@ -2,6 +2,7 @@
 
     .venv/bin/pip install -r requirements/bench.txt   # transformers, ctranslate2 (benchmark only)
     .venv/bin/python bench/decode.py [--repeats 7] [--batches 1,16] [--isa avx2|avx512|auto] [--out ...json]
+                                     [--engine "CTranslate2 float32" --engine ...]
 
 Same sizes everywhere: d_model 256, 4 heads, d_ff 1024, 3 + 3 layers, vocabulary 1000,
 source length 32, exactly 64 greedy tokens (end token suppressed), batch 1 and 16, 2 threads,
@@ -242,6 +243,9 @@ def main() -> None:
                         help="batch sizes to run, comma-separated (1 alone: many repeats in little time)")
     parser.add_argument("--isa", choices=isa.CHOICES, default="auto",
                         help="every engine's kernels: AVX2, AVX-512, or each library's own choice (auto)")
+    parser.add_argument("--engine", action="append", default=[],
+                        help="only this engine, its name as printed (repeat the option for more; default: all); "
+                             "on a loaded machine the uncached ones take most of a run")
     args = parser.parse_args()
     isa.enter(args.isa)  # runs this process again with the variables set, before anything has run
     torch.set_num_threads(args.threads)
@@ -253,22 +257,31 @@ def main() -> None:
         n_encoder_layers=SIZES["layers"], n_decoder_layers=SIZES["layers"], dropout=0.0, norm_position="post",
     )
     model = EncoderDecoder(config).eval()
+    wanted = set(args.engine) | {"modelcore cached"}  # every ratio is taken against it
+
+    def chosen(name: str) -> bool:
+        return not args.engine or name in wanted
+
     engines: dict[str, Engine] = {
-        "modelcore cached": ours(model, cache=True, capture=False),
-        "modelcore uncached": ours(model, cache=False, capture=False),
-        "modelcore cached + attention": ours(model, cache=True, capture=True),
-        "modelcore cached, Python step": ours(model, cache=True, capture=False, python_step=True),
+        name: engine for name, engine in (
+            ("modelcore cached", ours(model, cache=True, capture=False)),
+            ("modelcore uncached", ours(model, cache=False, capture=False)),
+            ("modelcore cached + attention", ours(model, cache=True, capture=True)),
+            ("modelcore cached, Python step", ours(model, cache=True, capture=False, python_step=True)),
+        ) if chosen(name)
     }
     ct2_said: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.no_peers:
             marian = build_marian(Path(tmp))
-            engines["HF generate cached"] = hf_generate(marian, use_cache=True)
-            engines["HF generate uncached"] = hf_generate(marian, use_cache=False)
+            for name, use_cache in (("HF generate cached", True), ("HF generate uncached", False)):
+                if chosen(name):
+                    engines[name] = hf_generate(marian, use_cache=use_cache)
             converted = ctranslate2_convert(Path(tmp))
             for compute_type in ("float32", "int8"):
-                engines[f"CTranslate2 {compute_type}"] = ctranslate2_engine(converted, args.threads, compute_type,
-                                                                            ct2_said)
+                if chosen(f"CTranslate2 {compute_type}"):
+                    engines[f"CTranslate2 {compute_type}"] = ctranslate2_engine(converted, args.threads, compute_type,
+                                                                                ct2_said)
         generator = torch.Generator().manual_seed(1)
         results: dict[str, dict[str, float]] = {}
         times: dict[str, dict[str, list[float]]] = {}

@@ -29,7 +29,7 @@ from websockets.asyncio.client import ClientConnection
 
 from scripts.redis_embedded import EmbeddedRedis
 from tests.fixtures.playground import SOURCE
-from tests.fixtures.services import WebProcess, free_port
+from tests.fixtures.services import WebProcess, restart_port
 from tests.fixtures.stack import Stack, cookie_for, run, web_socket
 from tests.fixtures.waiting import wait_until_async
 
@@ -48,7 +48,7 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stack]:
     stack = Stack(tmp_path)  # its own Redis on a Unix socket
     if request.param == "tcp":
         stack.redis.stop()
-        stack.redis = EmbeddedRedis(tmp_path / "redis-tcp", port=free_port())
+        stack.redis = EmbeddedRedis(tmp_path / "redis-tcp", port=restart_port())
         stack.redis.start()
     yield stack
     stack.close()
@@ -209,7 +209,7 @@ async def test_the_first_socket_after_a_quiet_redis_restart_gets_its_channel_and
     from channels_redis.pubsub import RedisPubSubChannelLayer
     from django.conf import settings
 
-    server = EmbeddedRedis(tmp_path / "redis", port=free_port())
+    server = EmbeddedRedis(tmp_path / "redis", port=restart_port())
     server.start()
     config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
     layer = RedisPubSubChannelLayer(**{**config, "hosts": [{**config["hosts"][0], "address": server.url}]})

@@ -306,10 +306,10 @@ async def add_seed(socket: Caller, frame: dict[str, Any]) -> dict[str, Any]:
     extra = sorted(set(frame) - {"type", "question"})
     if extra:
         raise ClassroomError("bad_params", f"unknown field {extra[0][:40]!r}")
-    added = await _db(seeds.seed_add)(session_id=socket.session_id, user=socket.user, question_id=frame.get("question"))
+    added, counts = await _db(seeds.seed_add)(session_id=socket.session_id, user=socket.user,
+                                              question_id=frame.get("question"))
     watch_seed(socket.code, added.pk)
-    session = await _db(services.session_by_code)(socket.code)
-    await publish(socket.code, await _db(seeds.seeds_counts)(session))
+    await publish(socket.code, counts)
     return {"type": "seed_queued", "question": added.question_id, "seed": added.seed, "status": added.run.status}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from webapp.classroom.models import AddedSeed, Question
+from webapp.classroom.models import Question
 from webapp.classroom.relay import publish
 from webapp.classroom.steps.comparisons import experiment_progress
 from webapp.classroom.steps.seeds import seed_finished, seed_frame
@@ -70,10 +70,8 @@ def watch_seed(code: str, added_id: int) -> None:
 async def _follow_seed(code: str, added_id: int) -> None:
     def read() -> tuple[bool, dict[str, Any] | None]:
         """(still to follow, the frame to send once it ended)."""
-        added = seed_finished(added_id)
-        if added is not None:
-            return False, seed_frame(added)
-        return AddedSeed.objects.filter(pk=added_id, announced_at__isnull=True).exists(), None
+        follow, added = seed_finished(added_id)
+        return follow, seed_frame(added) if added is not None else None
 
     try:
         while True:

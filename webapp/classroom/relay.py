@@ -179,7 +179,7 @@ class SessionRelay:
         if self.held_from is None and self._carries_hold(frame):
             self.held_from = len(self.frames) - 1
         if self.held_from is None:
-            await self._to_all(text)
+            await self.to_all(text)
         elif self.held_from == len(self.frames) - 1:
             await self._offer_options()
         if final:
@@ -222,7 +222,7 @@ class SessionRelay:
             return
         options = next_token_options(orjson.loads(self.frames[self.held_from]))
         self.question["options"] = options
-        await self._to_all(orjson.dumps({"type": "options", "question": self.question["id"], "options": options}).decode())
+        await self.to_all(orjson.dumps({"type": "options", "question": self.question["id"], "options": options}).decode())
 
     def _lost_before(self, frame: dict[str, Any]) -> bool:
         """Whether this frame shows that a step of the run never arrived here (a Redis outage, a web process's
@@ -281,14 +281,15 @@ class SessionRelay:
                 release = self.frames[self.held_from:]
             self.held_seq = self.held_from = self.question = None
         for text in release:  # the held step reaches every screen just before the reveal
-            await self._to_all(text)
+            await self.to_all(text)
         for socket in list(self.sockets):
             try:
                 await socket.classroom_event(message)
             except Exception:
                 log.exception("classroom event could not reach a socket")
 
-    async def _to_all(self, text: str) -> None:
+    async def to_all(self, text: str) -> None:
+        """This text to every screen of the relay (a socket closing meanwhile is skipped)."""
         for socket in list(self.sockets):
             await _safe_send(socket, text)
 

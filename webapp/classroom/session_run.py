@@ -274,12 +274,7 @@ async def _cut_off(relay: SessionRelay, request_id: str) -> None:
     run may go on, or end, without this process hearing it), in words; nothing is called lost meanwhile."""
     if relay.request_id != request_id:
         return
-    text = orjson.dumps(stream.catching_up_frame(request_id)).decode()
-    for socket in list(relay.sockets):
-        try:
-            await socket.send(text_data=text)
-        except Exception:  # a socket closing meanwhile: the others are still told
-            log.debug("catching_up to a closing socket dropped", exc_info=True)
+    await relay.to_all(orjson.dumps(stream.catching_up_frame(request_id)).decode())
 
 
 async def _reconnected(relay: SessionRelay, request_id: str) -> None:

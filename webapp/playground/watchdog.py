@@ -89,6 +89,9 @@ class Watchdog:
                     if watched.cut_off != (holds is None):
                         watched.cut_off = holds is None
                         await _tell_away(key, watched)
+                        if watched.over():  # told Redis is back, the follower found the request ended meanwhile
+                            self._watched.pop(key, None)
+                            continue
                     if holds is None:  # cut off from Redis: no word either way until it answers
                         continue
                     if holds:  # this loop was deaf, the worker is not dead

@@ -69,9 +69,9 @@ def seeds_counts(session: LiveSession, question: Question | None = None) -> dict
     return frame
 
 
-def seed_add(*, session_id: int, user: Any, question_id: Any) -> AddedSeed:
-    """A student's `add_seed`: their seed of the revealed comparison, queued on their quota; ClassroomError why not
-    (`not_revealed`, `seeds_closed`, `seeds_full`, `seed_pending`, `quota`)."""
+def seed_add(*, session_id: int, user: Any, question_id: Any) -> tuple[AddedSeed, dict[str, Any]]:
+    """A student's `add_seed`: their seed of the revealed comparison, queued on their quota, and the `seeds` frame
+    that counts it; ClassroomError why not (`not_revealed`, `seeds_closed`, `seeds_full`, `seed_pending`, `quota`)."""
     with transaction.atomic():
         session = LiveSession.objects.select_for_update().filter(pk=session_id).first()
         if session is None or not session.live:
@@ -96,18 +96,22 @@ def seed_add(*, session_id: int, user: Any, question_id: Any) -> AddedSeed:
             run = experiment_run_request(user=user, kind="sweep", params=params).run
         except QuotaExceeded as refusal:
             raise ClassroomError("quota", str(refusal)) from refusal
-        return AddedSeed.objects.create(session=session, question=question, user=user, run=run, seed=seed)
+        added = AddedSeed.objects.create(session=session, question=question, user=user, run=run, seed=seed)
+        return added, seeds_counts(session, question)
 
 
-def seed_finished(added_id: int) -> AddedSeed | None:
-    """The added seed when its run has ended and no process has told the screens yet: this call claims the telling
-    (once, whichever process asks first); None while it trains, or when it was told already."""
+def seed_finished(added_id: int) -> tuple[bool, AddedSeed | None]:
+    """(still to follow, the added seed to tell the screens of now): its run has ended and no process has told them
+    yet, and this call claims the telling (once, whichever process asks first). (True, None) while it trains;
+    (False, None) when it was told already or is gone."""
     added = AddedSeed.objects.filter(pk=added_id).select_related("run", "question", "session").first()
-    if added is None or added.announced_at is not None or added.run.status in PENDING:
-        return None
+    if added is None or added.announced_at is not None:
+        return False, None
+    if added.run.status in PENDING:
+        return True, None
     if AddedSeed.objects.filter(pk=added_id, announced_at__isnull=True).update(announced_at=timezone.now()) != 1:
-        return None
-    return added
+        return False, None
+    return False, added
 
 
 def seeds_unannounced(session: LiveSession) -> list[int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import logging
 import threading
@@ -223,42 +224,27 @@ async def send_forever(outbox: asyncio.Queue[Tick | set[str] | None], client: ai
     The turns that queued while the last send crossed to Redis go together, in order: one message per web
     process for all of them, so a Redis an RTT away costs one round trip per send, not one per step (a send
     waits for its publish to be answered). A set in the outbox names requests whose client saw a gap: each
-    gets a `state` frame holding every frame sent for it so far.
+    gets a `state` frame holding every frame sent for it so far, after the frames queued before it. None ends.
     """
     sender = FrameSender(get_channel_layer())
-    while (item := await outbox.get()) is not None:
-        ticks, after = _queued_ticks(item, outbox)
-        try:
-            if ticks:
-                tick = _merged(ticks)
-                await sender.send(tick.out)
-                finished = sender.take_finished()
-                if tick.ended or tick.extended or finished:
-                    await _record(client, tick, finished)
-            if isinstance(after, set):
-                await sender.send_states(after)
-        except Exception:
-            log.exception("playground frames could not be sent")
-        if after is _STOP:
-            return
-
-
-_STOP: Any = object()  # what _queued_ticks says when it took the outbox's end (None)
-
-
-def _queued_ticks(item: Tick | set[str], outbox: asyncio.Queue[Tick | set[str] | None]) -> tuple[list[Tick], Any]:
-    """The turns to send now: `item` and every turn queued behind it, up to the first resync set (returned after
-    them, to send once their frames went) or the end (_STOP)."""
-    if isinstance(item, set):
-        return [], item
-    ticks = [item]
-    while not outbox.empty():
-        following = outbox.get_nowait()
-        if isinstance(following, Tick):
-            ticks.append(following)
-        else:
-            return ticks, _STOP if following is None else following
-    return ticks, None
+    while True:
+        queued = [await outbox.get()]
+        while not outbox.empty():
+            queued.append(outbox.get_nowait())
+        for turns, group in itertools.groupby(queued, key=lambda item: isinstance(item, Tick)):
+            for item in [_merged(list(group))] if turns else group:
+                if item is None:
+                    return
+                try:
+                    if isinstance(item, set):
+                        await sender.send_states(item)
+                        continue
+                    await sender.send(item.out)
+                    finished = sender.take_finished()
+                    if item.ended or item.extended or finished:
+                        await _record(client, item, finished)
+                except Exception:
+                    log.exception("playground frames could not be sent")
 
 
 def _merged(ticks: list[Tick]) -> Tick:

@@ -23,12 +23,14 @@ STEPS, CUT_AT_STEP = 60, 10
 
 
 async def page(ws: Any, on_step: Any, timeout: float = 45) -> tuple[list[dict[str, Any]], list[str], float]:
-    """What the page ends with, taking frames as static/js/playground.js does: a `state` replaces its steps, a seq
-    that skips asks for one, `catching_up` is a notice. Returns its frames, the error codes it was told, and when
-    its steps were last made whole by a `state`."""
+    """What the page ends with, taking frames as static/js/playground.js does (docs/protocol.md, "Gaps"): a `state`
+    replaces its steps, a seq that skips asks for one, a `done` that comes while one is awaited asks again and waits
+    for it, `catching_up` is a notice. Returns its frames, the error codes it was told, and when its steps were last
+    made whole by a `state`."""
     frames: list[dict[str, Any]] = []
     told: list[str] = []
     stated = float("nan")
+    resyncing = False
     deadline = time.monotonic() + timeout
     while True:
         frame = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic())))
@@ -38,10 +40,18 @@ async def page(ws: Any, on_step: Any, timeout: float = 45) -> tuple[list[dict[st
             if frame["code"] != "catching_up":
                 return [*frames, frame], told, stated
         elif kind == "state":
-            frames, stated = list(frame["frames"]), time.monotonic()
+            frames, stated, resyncing = list(frame["frames"]), time.monotonic(), False
         elif kind in ("start", "token", "done"):
             steps = [f for f in frames if f["type"] == "token"]
-            if kind == "token" and frame["seq"] != len(steps):
+            if kind == "token" and frame["seq"] < len(steps):
+                continue  # drawn already
+            skips = kind == "token" and frame["seq"] > len(steps)
+            drawn = [f["id"] for f in steps]
+            disagrees = kind == "done" and any(i >= len(drawn) or drawn[i] != id_ for i, id_ in enumerate(frame["ids"]))
+            if resyncing or skips or disagrees:
+                # Under load the worker may still be decoding when the link is back: its later steps, even its
+                # `done`, can come before the `state` asked for, which alone holds the steps lost in the cut.
+                resyncing = True
                 await ws.send(json.dumps({"type": "resync", "request_id": frame["request_id"]}))
                 continue
             frames.append(frame)

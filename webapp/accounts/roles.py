@@ -1,7 +1,8 @@
 """Roles: students and instructors are groups, admins are staff."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any
@@ -21,8 +22,9 @@ _RANK = {Role.ANONYMOUS: 0, Role.STUDENT: 1, Role.INSTRUCTOR: 2, Role.ADMIN: 3}
 
 
 # Roles read during the current HTTP request, by user id (RoleMemoMiddleware). A page asks three times or more
-# (the view's check, the navigation, the models it lists): one query answers them all. Sockets set none, so
-# every check of theirs reads the database (a role can change while a socket is open).
+# (the view's check, the navigation, the models it lists): one query answers them all. A socket keeps the role its
+# handshake read for its join's checks only (roles_known); every later check reads the database (a role can change
+# while a socket is open).
 _request_roles: ContextVar[dict[Any, Role] | None] = ContextVar("request_roles", default=None)
 
 
@@ -49,11 +51,19 @@ class RoleMemoMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: Any) -> Any:
-        token = _request_roles.set({})
-        try:
+        with roles_known({}):
             return self.get_response(request)
-        finally:
-            _request_roles.reset(token)
+
+
+@contextmanager
+def roles_known(known: dict[Any, Role]) -> Iterator[dict[Any, Role]]:
+    """Within it, role_of answers the users in `known` without a query and adds those it reads to it: one request's
+    checks, or one socket's handshake and join, read a user's groups once."""
+    token = _request_roles.set(known)
+    try:
+        yield known
+    finally:
+        _request_roles.reset(token)
 
 
 def has_role(user: Any, minimum: Role) -> bool:

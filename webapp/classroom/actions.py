@@ -56,27 +56,23 @@ def _db(fn: Any) -> Any:
     return database_sync_to_async(fn, thread_sensitive=False)
 
 
-# -- joining and leaving# -- joining and leaving ----------------------------------------------------------------------------------
+# -- joining and leaving ----------------------------------------------------------------------------------------
 
 
-async def session_open(code: str, user: Any, scope: dict[str, Any]) -> LiveSession:
-    """The live session a socket opens on: ClassroomError `too_many` (wrong codes are throttled per user and client
-    address, as the join page's are) or `not_found`."""
-    session = await _db(services.session_for_socket)(code, user.pk, scope)
-    if session is None or not session.live:
+async def session_open(socket: Caller, scope: dict[str, Any], roles: dict[Any, Any]) -> tuple[LiveSession, bool, bool]:
+    """The live session a socket opens on, whether its user drives it and whether they sat in it, read in one thread
+    hop; ClassroomError `too_many` (wrong codes are throttled per user and client address, as the join page's are)
+    or `not_found`. `roles`: what the socket's handshake read of the user's role."""
+    joined = await _db(services.socket_join)(socket.code, socket.user, scope, roles)
+    if joined is None:
         raise ClassroomError("not_found", "no live session has this code (it may have ended)")
-    return session
-
-
-async def seat(user: Any, session: LiveSession) -> tuple[bool, bool]:
-    """Whether the user drives the session, and whether they sat in it (the instructor takes no seat)."""
-    drives = await _db(services.can_drive)(user, session)
-    return drives, not drives and await _db(services.session_join)(user=user, session=session) is not None
+    return joined
 
 
 async def relay_join(socket: Caller, session: LiveSession) -> SessionRelay:
-    """This process's relay of the session, with the socket among its screens (it holds the open question's step)."""
-    return await session_run.relay_join(socket, session, await _db(room.open_public)(session))
+    """This process's relay of the session, with the socket among its screens (it holds the open question's step,
+    read when the process's first screen of the session joins)."""
+    return await session_run.relay_join(socket, session, lambda: _db(room.open_public)(session))
 
 
 async def presence(socket: Caller, change: int) -> None:
@@ -86,13 +82,17 @@ async def presence(socket: Caller, change: int) -> None:
 async def snapshot(socket: Caller, session: LiveSession) -> dict[str, Any]:
     """The `session` frame (docs/classroom-socket.md). A console that joins while the class predicts an experiment
     follows its run again (its last console may have gone with its web process)."""
-    frame = await _db(room.snapshot)(session, socket.user, socket.drives, socket.relay, socket.language)
+    def read() -> tuple[dict[str, Any], list[int]]:  # one thread hop
+        frame = room.snapshot(session, socket.user, socket.drives, socket.relay, socket.language)
+        on_screen = frame["seeds"]["question"] is not None  # seeds added to the comparison on screen
+        return frame, seeds.seeds_unannounced(session) if on_screen else []
+
+    frame, unannounced = await _db(read)()
     progress = ((frame.get("question") or {}).get("experiment") or {}).get("progress")
     if socket.drives and progress and progress["status"] not in ("succeeded", "failed"):
         watch_experiment(socket.code, frame["question"]["id"])
-    if frame["seeds"]["question"] is not None:  # seeds added to the comparison on screen: each followed again here
-        for added_id in await _db(seeds.seeds_unannounced)(session):
-            watch_seed(socket.code, added_id)
+    for added_id in unannounced:  # each followed again here
+        watch_seed(socket.code, added_id)
     return frame
 
 

@@ -35,13 +35,12 @@ class ClassroomSocket(JsonSocket):
         self.user_id = self.user.pk
         self.language = scope_language(self.scope)  # what lesson steps' frames carry is rendered in it
         try:
-            session = await actions.session_open(self.code, self.user, self.scope)
+            session, self.drives, self.seated = await actions.session_open(self, self.scope, self.handshake_roles)
         except ClassroomError as refusal:
             await self.send_error(refusal.code, refusal.message)
             await self.close(code=CLOSE_CODES.get(refusal.code, 4404))
             return
         self.session_id = session.pk
-        self.drives, self.seated = await actions.seat(self.user, session)
         self._before_snapshot: list[str] | None = []  # what the relay hands this socket before its `session` frame
         self.relay = await actions.relay_join(self, session)
         await session_run.ended_load(self.relay, session.run_state)

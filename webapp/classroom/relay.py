@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
@@ -320,13 +321,15 @@ class Relays:
         self.by_code: dict[str, SessionRelay] = {}
         self.lock = asyncio.Lock()
 
-    async def join(self, socket: Any, code: str, *, request_id: str | None, question: dict[str, Any] | None,
+    async def join(self, socket: Any, code: str, *, request_id: str | None,
+                   question: Callable[[], Awaitable[dict[str, Any] | None]],
                    on_final: Any, on_run: Any = None, on_gap: Any = None) -> SessionRelay:
+        """The session's relay in this process, started (with the open `question()`) by its first screen."""
         async with self.lock:
             relay = self.by_code.get(code)
             if relay is None:
                 relay = SessionRelay(code, on_final, on_run, on_gap)
-                await relay.start(request_id=request_id, question=question)
+                await relay.start(request_id=request_id, question=await question())
                 self.by_code[code] = relay
             relay.sockets[socket] = None
             return relay

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from webapp.accounts.roles import Role, has_role
+from webapp.accounts.roles import Role, has_role, roles_known
 from webapp.classroom.codes import new_code, normalize_code
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.models import VIEWS, LiveSession, Participant, SessionState
@@ -176,6 +176,31 @@ def session_for_socket(code: str, user_id: Any, scope: dict[str, Any]) -> LiveSe
     from webapp.accounts.lockout import scope_ip
 
     return session_by_code_throttled(code, user_id=user_id, address=scope_ip(scope))
+
+
+def socket_join(code: str, user: Any, scope: dict[str, Any],
+                roles: dict[Any, Any]) -> tuple[LiveSession, bool, bool] | None:
+    """A classroom socket's join in one go (one thread hop for a class that joins at once): its live session by code,
+    throttled as the join page is (JoinThrottled), whether the user drives it, and their seat (the instructor takes
+    none); None when no live session has the code. `roles`: what the socket's handshake read of the user's role."""
+    with roles_known(roles):
+        # One query for a student who sits in the session already (a class coming back at once): their own class,
+        # not a guess, and their seat.
+        seat = (Participant.objects.select_related("session__instructor")
+                .filter(user_id=user.pk, session__code=normalize_code(code)).first())
+        if seat is None:
+            session = session_for_socket(code, user.pk, scope)
+        else:
+            session = seat.session
+            session_end_if_idle(session)
+        if session is None or not session.live:
+            return None
+        if can_drive(user, session):
+            return session, True, False
+        if seat is None:
+            return session, False, session_join(user=user, session=session) is not None
+        session_touch(session)
+        return session, False, True
 
 
 def can_drive(user: Any, session: LiveSession) -> bool:

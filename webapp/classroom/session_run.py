@@ -143,8 +143,10 @@ async def run_view(state: SessionState) -> dict[str, Any] | None:
 # -- follow ------------------------------------------------------------------------------------------------------
 
 
-async def relay_join(socket: Follower, session: LiveSession, question: dict[str, Any] | None) -> SessionRelay:
-    """This process's relay of the session, with the socket among its screens."""
+async def relay_join(socket: Follower, session: LiveSession,
+                     question: Callable[[], Awaitable[dict[str, Any] | None]]) -> SessionRelay:
+    """This process's relay of the session, with the socket among its screens; `question` reads the open question
+    (for the relay's held step) when the socket is the process's first screen of the session."""
     return await relays().join(socket, socket.code, request_id=session.run_state.request_id, question=question,
                                on_final=run_record, on_run=watch_run, on_gap=run_gap)
 

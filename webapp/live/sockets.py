@@ -10,13 +10,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 import redis
+from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
 from django.conf import settings
 
-from webapp.accounts.roles import Role, has_role, user_now
+from webapp.accounts.roles import Role, has_role, roles_known, user_now
 from webapp.live.door import note_known
 from webapp.live.hold import HOLD_S, note_refused
 from webapp.live.socket_guard import (
@@ -75,6 +76,16 @@ class JsonSocket(AsyncWebsocketConsumer):
         finally:
             self._stop_resync()
             self._count_out()
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Channels' own, without its hop to the sync thread to close stale database connections before every
+        message: these sockets reach the database only through database_sync_to_async, which closes them in its
+        own thread. The hop was a queue every frame, every worker frame and every handshake of the process waited
+        in (a class's step to every screen, a reconnect storm's joins)."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"no handler for message type {message['type']}")
+        await handler(message)
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         """Channels' own; leaving groups while Redis is away must not raise (their subscriptions died with it)."""
@@ -211,9 +222,16 @@ class JsonSocket(AsyncWebsocketConsumer):
         await self.close(code=REVOKED_CLOSE)
 
     async def _user_allowed(self, user: Any) -> bool:
+        """Whether the user's role opens this socket; the role read is kept in `handshake_roles` for the join's
+        own checks (roles_known), which come next."""
         from channels.db import database_sync_to_async
 
-        return await database_sync_to_async(has_role)(user, self.minimum_role)
+        def allowed() -> bool:
+            with roles_known(self.handshake_roles):
+                return has_role(user, self.minimum_role)
+
+        self.handshake_roles: dict[Any, Role] = {}
+        return await database_sync_to_async(allowed)()
 
     async def on_connect(self) -> None:
         """Hook for subclasses (join groups, send a welcome frame)."""

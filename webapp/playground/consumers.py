@@ -203,18 +203,6 @@ class DecodeSocket(JsonSocket):
             await self.send_error(code, f"{what} {'with that id ' if wanted else ''}is running on this socket")
         return targets
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels closes stale database connections before every handler, through its one sync
-        # thread. A worker frame never touches the database, and a client frame does so only inside
-        # database_sync_to_async (which cleans up itself): skipping that hop took most of the web
-        # process's cost per frame when a whole class decodes at once.
-        if message["type"] == "playground.frame":
-            await self.playground_frame(message)
-        elif message["type"] == "websocket.receive":
-            await self.websocket_receive(message)
-        else:
-            await super().dispatch(message)
-
     async def playground_frame(self, message: dict[str, Any]) -> None:
         """A frame from the decoding loop, already JSON; the last one of a request frees its entry."""
         request_id = message.get("request_id", "")

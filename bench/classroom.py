@@ -144,11 +144,19 @@ def frame_key(frame: dict[str, Any]) -> str:
 
 
 class Seat:
-    """One socket's frames: the decode's (with arrival times) and the classroom's."""
+    """One socket's frames: the decode's (with arrival times) and the classroom's; and what its screen shows of the
+    run, kept as static/js/classroom.js keeps it: a step whose seq skips, or a `done` whose step count is not the
+    screen's, asks for the run's `state` (once at a time), which replaces the screen's steps."""
 
     def __init__(self) -> None:
         self.decode: list[tuple[float, str, int | None]] = []  # (arrival, type, seq)
-        self.done = asyncio.get_running_loop().create_future()
+        self.done = asyncio.get_running_loop().create_future()  # the run whole on the screen: its arrival time
+        self.ask: Any = None  # sends a `resync` on this seat's socket
+        self.steps: int | None = None  # the steps on screen (None before a `start`)
+        self.ended = False  # the screen holds the run's `done`
+        self.resyncing = False
+        self.resyncs = 0
+        self.states = 0  # `state` frames received, asked for or not
         self.question = asyncio.get_running_loop().create_future()
         self.counts: list[tuple[float, int]] = []  # console: (arrival, answers counted)
         self.errors: list[dict[str, Any]] = []
@@ -164,13 +172,32 @@ class Seat:
             while payload[end:end + 1].isdigit():
                 end += 1
             self.decode.append((at, "token", int(payload[at_seq:end])))
+            self.show_step(at, int(payload[at_seq:end]))
             return
         frame = orjson.loads(payload)
         kind = frame["type"]
         if kind in ("start", "beams", "done"):
             self.decode.append((at, kind, frame.get("seq")))
-            if kind == "done" and not self.done.done():
-                self.done.set_result(at)
+            if kind == "start":
+                self.steps, self.ended = 0, False
+            elif kind == "beams":
+                self.show_step(at, frame["seq"])
+            elif self.steps is None or frame.get("steps", self.steps) != self.steps:
+                self.resync()
+            else:
+                self.ended = True
+                self.whole(at)
+        elif kind == "state":
+            self.states += 1
+            self.resyncing, self.steps, self.ended = False, None, False
+            for inner in frame["frames"]:
+                if inner["type"] == "start":
+                    self.steps = 0
+                elif inner["type"] in ("token", "beams") and self.steps == inner["seq"]:
+                    self.steps += 1
+                elif inner["type"] == "done" and self.steps is not None:
+                    self.ended = True
+            self.whole(at)
         elif kind == "question" and not self.question.done():
             self.question.set_result(frame)
         elif kind == "answers":
@@ -179,6 +206,23 @@ class Seat:
             getattr(self, kind).set_result((at, frame))
         elif kind == "error":
             self.errors.append(frame)
+
+
+    def show_step(self, at: float, seq: int) -> None:
+        if self.steps is None or seq > self.steps:
+            self.resync()  # a gap: ask for the whole state
+        elif seq == self.steps:
+            self.steps += 1
+
+    def resync(self) -> None:
+        if not self.resyncing and self.ask is not None:
+            self.resyncing = True
+            self.resyncs += 1
+            self.ask()
+
+    def whole(self, at: float) -> None:
+        if self.ended and not self.done.done():
+            self.done.set_result(at)
 
 
 async def connect(base: str, path: str, session_key: str) -> Any:
@@ -192,6 +236,7 @@ async def connect(base: str, path: str, session_key: str) -> Any:
     class Client(WebSocketClientProtocol):
         def onOpen(self) -> None:  # noqa: N802 (autobahn's names)
             self.seat = seat
+            seat.ask = lambda: self.sendMessage(b'{"type":"resync"}')
             opened.set_result(self)
 
         def onMessage(self, payload: bytes, is_binary: bool) -> None:  # noqa: N802
@@ -304,6 +349,10 @@ async def run_class(ports: list[str], prepared: dict[str, Any], args: argparse.N
                 last = seq
         whole += keys >= expected_steps
 
+    done_at = sniffer.published.get("done")
+    caught_up = [(client.seat.done.result() - done_at) * 1000 for client in students
+                 if client.seat.done.done() and done_at is not None]
+
     send(console, {"type": "question", "kind": "choice", "prompt": "bench", "options": ["a", "b", "c", "d"]})
     questions = await asyncio.wait_for(asyncio.gather(*(s.seat.question for s in students)), 30)
     sent: list[float] = []
@@ -334,6 +383,12 @@ async def run_class(ports: list[str], prepared: dict[str, Any], args: argparse.N
         "sockets": len(students), "web_cpu_ms_per_socket_seated": seated_cpu_ms,
         "frames_expected": expected * len(students), "frames_received": received,
         "out_of_order": out_of_order, "sockets_with_every_step": whole,
+        # as a page shows it: every step, live or from the `state` a gap asked for (classroom.js)
+        "sockets_resynced": sum(client.seat.resyncs > 0 for client in students),
+        "sockets_given_a_state": sum(client.seat.states > 0 for client in students),
+        "sockets_caught_up": len(caught_up),
+        "caught_up_after_done_p99_ms": round(percentile(caught_up, 99), 2),
+        "caught_up_after_done_max_ms": round(max(caught_up, default=float("nan")), 2),
         "latency_p50_ms": round(percentile(latencies, 50), 2), "latency_p99_ms": round(percentile(latencies, 99), 2),
         "latency_max_ms": round(max(latencies, default=float("nan")), 2),
         "latency_p50_by_join_quarter_ms": [round(percentile(q, 50), 2) for q in quarters],

@@ -23,6 +23,7 @@ PINNED = [
     ("django.core.handlers.asgi", "ASGIHandler.__call__", "f756809e9c9308dc",
      "webapp/request_threads.py: PooledASGIHandler.__call__"),
     ("channels.consumer", "AsyncConsumer.__call__", "e52238720872dbc3", "webapp/live/sockets.py: JsonSocket.__call__"),
+    ("channels.consumer", "AsyncConsumer.dispatch", "39f34e7d4fb0f655", "webapp/live/sockets.py: JsonSocket.dispatch"),
 ]
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from webapp.classroom.models import Answer, LessonPlan, LiveSession, Participant, Question, Run
+from webapp.classroom.models import Answer, LessonPlan, LiveSession, Participant, Question, Transcript
 
 
 class ParticipantInline(admin.TabularInline):
@@ -29,8 +29,8 @@ class AnswerAdmin(admin.ModelAdmin):
     list_display = ("question", "participant", "choice", "correct", "answered_at")
 
 
-@admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+@admin.register(Transcript)
+class TranscriptAdmin(admin.ModelAdmin):
     list_display = ("session", "request_id", "source", "text", "reason", "started_at")
 
 

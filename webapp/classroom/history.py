@@ -1,4 +1,4 @@
-"""A session's transcript: its runs as the worker streamed them, its questions and answers, the CSV."""
+"""A session's history: its runs' transcripts (as the worker streamed them), its questions and answers, the CSV."""
 from __future__ import annotations
 
 import csv
@@ -47,9 +47,9 @@ def run_tokens(frames: list[dict[str, Any]]) -> list[str]:
 
 
 def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
-    """A session's transcript: its runs, its questions with their counts and reveals; for a participant (`user`),
-    their own answer to each question and their score. It reads and writes nothing else: a run no screen kept is
-    shown from its worker's copy while that lasts (session_run keeps it at the console's next run or the end).
+    """A session's history: its runs' transcripts, its questions with their counts and reveals; for a participant
+    (`user`), their own answer to each question and their score. It reads and writes nothing else: a run no screen
+    kept is shown from its worker's copy while that lasts (session_run keeps it at the console's next run or the end).
 
     While a question about a step is open, that step and every later one of its run are left out (for everyone, as on
     the live screens): the run shows the steps before it and no text or reason yet.
@@ -59,26 +59,27 @@ def session_history(session: LiveSession, user: Any = None) -> dict[str, Any]:
         mine = {a.question_id: a for a in Answer.objects.filter(question__session=session, participant__user=user)}
     asked = session.questions.select_related("training_run", "experiment_run")  # a comparison's kind: no query each
     questions = [_question_shown(q, mine.get(q.pk)) for q in asked]
-    runs = list(session.runs.all())
+    transcripts = list(session.transcripts.all())
     current = session.run_state.running_request if session.live else None
-    unkept = [run.request_id for run in runs if run.ended_at is None and run.request_id != current]
+    unkept = [t.request_id for t in transcripts if t.ended_at is None and t.request_id != current]
     copies = workers_copies(unkept)  # a run that ended while no screen followed it: its worker's copy, read only
-    for run in runs:
-        copy = copies.get(run.request_id)
+    for transcript in transcripts:
+        copy = copies.get(transcript.request_id)
         if copy is not None:
-            run.frames = copy.get("frames", [])
-            final = run.frames[-1] if run.frames else {}
-            run.text, run.reason = str(final.get("text", "")), str(final.get("reason") or final.get("code") or "")
+            transcript.frames = copy.get("frames", [])
+            final = transcript.frames[-1] if transcript.frames else {}
+            transcript.text = str(final.get("text", ""))
+            transcript.reason = str(final.get("reason") or final.get("code") or "")
     held = open_question(session)
     if held is not None and held.seq is not None and held.kind != Question.CHOICE:
-        for run in runs:
-            if run.request_id == held.request_id:
-                run.frames = frames_before_step(run.frames or [], held.seq)
-                run.text, run.reason, run.held = "", "", True
-    for run in runs:
-        run.tokens = run_tokens(run.frames or [])
-        run.why, run.why_code = stop_reason(run.reason) if run.reason else ("", False)
-    return {"runs": runs, "questions": questions, "participant": bool(mine) or _sat_in(session, user),
+        for transcript in transcripts:
+            if transcript.request_id == held.request_id:
+                transcript.frames = frames_before_step(transcript.frames or [], held.seq)
+                transcript.text, transcript.reason, transcript.held = "", "", True
+    for transcript in transcripts:
+        transcript.tokens = run_tokens(transcript.frames or [])
+        transcript.why, transcript.why_code = stop_reason(transcript.reason) if transcript.reason else ("", False)
+    return {"transcripts": transcripts, "questions": questions, "participant": bool(mine) or _sat_in(session, user),
             "my_score": sum(1 for a in mine.values() if a.correct)}
 
 

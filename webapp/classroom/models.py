@@ -1,4 +1,4 @@
-"""A live session, who joined it, its questions and one answer per participant per question, and its runs."""
+"""A live session, who joined it, its questions and one answer per participant per question, and its runs' transcripts."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -193,10 +193,11 @@ class Answer(models.Model):
         verbose_name_plural = _("student answers")
 
 
-class Run(models.Model):
-    """One decode of the session, kept for its history: what went in and every frame that came out."""
+class Transcript(models.Model):
+    """The record of one run (decode) of the session, kept for its history: what went in and every frame that came
+    out. session_run.py owns the run itself and writes this; a queued job is something else (webapp.ops.jobs.Run)."""
 
-    session = models.ForeignKey(LiveSession, on_delete=models.CASCADE, related_name="runs")
+    session = models.ForeignKey(LiveSession, on_delete=models.CASCADE, related_name="transcripts")
     request_id = models.CharField(max_length=64, unique=True)
     source = models.TextField()
     params = models.JSONField(default=dict)
@@ -208,8 +209,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["started_at"]
-        verbose_name = _("run")
-        verbose_name_plural = _("runs")
+        verbose_name = _("run transcript")
+        verbose_name_plural = _("run transcripts")
 
 
 class AddedSeed(models.Model):

@@ -1,7 +1,7 @@
 """A live session's run, from the console's Run to its kept transcript: the one owner of it.
 
 - start: the console's `run` becomes a decode job on the interactive queue, the session's state says it runs, and
-  its `Run` row is made (`run_start`); the console's Step, Cancel and a change of view reach its worker from here.
+  its `Transcript` row is made (`run_start`); the console's Step, Cancel and a change of view reach its worker from here.
 - follow: each web process with screens on the session follows the run's frames in its SessionRelay (relay.py),
   which this module joins and feeds: the screens' `state` when they join, reconnect or see a gap (`state_send`).
 - watch: the event loop's one watch over decodes in flight (webapp/playground/watchdog.py) ends a run no worker
@@ -9,7 +9,7 @@
 - repair: a step lost on its way to this process is filled from the worker's whole copy (`run_gap`).
 - keep: the transcript is written once for all web processes, whoever gets there first under one claim
   (`classroom:kept:<request id>`): the relay that saw it end (`run_record`), the watch that found it lost
-  (`run_lost`), or the session's end (`session_end_keeping_run`). `run_finished` is the one writer of a run's row.
+  (`run_lost`), or the session's end (`session_end_keeping_run`). `run_finished` is the one writer of a transcript.
 
 Everything of the playground it needs comes through webapp/playground/stream.py.
 """
@@ -30,7 +30,7 @@ from django.utils import timezone
 from webapp.classroom import services
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.frames import parse_run
-from webapp.classroom.models import LiveSession, Run, SessionState
+from webapp.classroom.models import LiveSession, SessionState, Transcript
 from webapp.classroom.relay import SessionRelay, publish, relay_target, relays
 from webapp.ops.redis_client import app_redis
 from webapp.playground import stream
@@ -96,19 +96,19 @@ async def run_start(socket: Follower, session: LiveSession, frame: dict[str, Any
 
 
 def _run_begin(session: LiveSession, model_name: str, state: dict[str, Any], request_id: str) -> None:
-    """In a thread: the session's state says the run is on, and its row is made (a run left unkept before it, kept
-    now from its worker's copy when there is one)."""
+    """In a thread: the session's state says the run is on, and its transcript is opened (a run left unkept before it,
+    kept now from its worker's copy when there is one)."""
     runs_keep_unkept(session)
     if model_name != session.model_name:
         session.model_name = model_name
         session.save(update_fields=["model_name"])
     services.session_state_update(session=session, **state)
-    run_started(session=session, request_id=request_id, source=state["source"], params=state["params"])
+    transcript_open(session=session, request_id=request_id, source=state["source"], params=state["params"])
 
 
-def run_started(*, session: LiveSession, request_id: str, source: str, params: dict[str, Any]) -> Run:
-    """The run's row, made as it is queued; run_finished writes its transcript once it ends."""
-    return Run.objects.create(session=session, request_id=request_id, source=source, params=params)
+def transcript_open(*, session: LiveSession, request_id: str, source: str, params: dict[str, Any]) -> Transcript:
+    """The run's transcript, made (with no frames yet) as it is queued; run_finished writes it once the run ends."""
+    return Transcript.objects.create(session=session, request_id=request_id, source=source, params=params)
 
 
 async def run_cancel(session: LiveSession, user_id: int) -> None:
@@ -203,7 +203,7 @@ async def ended_state_text(request_id: str) -> str:
     if text is not None:
         _ended_states.move_to_end(request_id)
         return text
-    frames = await _db(run_frames)(request_id)
+    frames = await _db(transcript_frames)(request_id)
     if frames is None:
         kept = await _redis(stream.ended_state)(request_id)
         return stream.state_text(request_id, _texts(orjson.loads(kept)["frames"] if kept else []))
@@ -218,10 +218,10 @@ def _texts(frames: list[dict[str, Any]]) -> list[str]:
     return [orjson.dumps(frame).decode() for frame in frames]
 
 
-def run_frames(request_id: str) -> list[dict[str, Any]] | None:
-    """A kept run's transcript (None: not kept)."""
-    run = Run.objects.filter(request_id=request_id).first()
-    return run.frames if run is not None and run.ended_at is not None else None
+def transcript_frames(request_id: str) -> list[dict[str, Any]] | None:
+    """The frames of a run's kept transcript (None: not kept)."""
+    transcript = Transcript.objects.filter(request_id=request_id).first()
+    return transcript.frames if transcript is not None and transcript.ended_at is not None else None
 
 
 # -- watch -------------------------------------------------------------------------------------------------------
@@ -381,8 +381,8 @@ async def run_record(relay: SessionRelay, request_id: str, *, workers_copy_first
 def _lost(request_id: str, frames: list[dict[str, Any]], error: dict[str, Any]) -> bool:
     """In a thread: end the lost run once for all web processes (the session idle, its transcript kept with the error
     as its last frame); False when it ended, a newer run replaced it, or another process or path kept it."""
-    run = Run.objects.filter(request_id=request_id).select_related("session").first()
-    session = run.session if run is not None else None
+    transcript = Transcript.objects.filter(request_id=request_id).select_related("session").first()
+    session = transcript.session if transcript is not None else None
     state = session.run_state if session is not None else None
     if state is None or state.running_request != request_id or not _claim(request_id):
         return False
@@ -411,21 +411,21 @@ async def run_lost(relay: SessionRelay, request_id: str, error: dict[str, Any]) 
 
 
 def run_finished(*, request_id: str, frames: list[dict[str, Any]], reason: str | None = None) -> None:
-    """The one writer of a run's row: its frames (the transcript the history page replays), its text and why it
-    stopped (`reason`: say why instead of the last frame); the session's state says it is not running."""
-    run = Run.objects.filter(request_id=request_id).select_related("session").first()
-    if run is None:
+    """The one writer of a run's transcript: its frames (what the history page replays), its text and why it stopped
+    (`reason`: say why instead of the last frame); the session's state says it is not running."""
+    transcript = Transcript.objects.filter(request_id=request_id).select_related("session").first()
+    if transcript is None:
         return
     final = frames[-1] if frames else {}
-    if reason is None and final.get("reason") == "cancelled" and not run.session.live:
+    if reason is None and final.get("reason") == "cancelled" and not transcript.session.live:
         reason = ENDED_BY_SESSION  # cancelled by the session's end, not by the Cancel button
-    run.frames = frames
-    run.text = str(final.get("text", ""))[:10_000]
-    run.reason = str(reason or final.get("reason") or final.get("code") or "")[:32]
-    run.ended_at = timezone.now()
-    run.save(update_fields=["frames", "text", "reason", "ended_at"])
+    transcript.frames = frames
+    transcript.text = str(final.get("text", ""))[:10_000]
+    transcript.reason = str(reason or final.get("reason") or final.get("code") or "")[:32]
+    transcript.ended_at = timezone.now()
+    transcript.save(update_fields=["frames", "text", "reason", "ended_at"])
     tokens = [f.get("token") for f in frames if f.get("type") == "token"]
-    session = run.session
+    session = transcript.session
     if session.run_state.request_id == request_id:
         services.session_state_update(session=session, tokens=tokens, running=False)
 
@@ -441,7 +441,7 @@ def run_keep_workers_copy(request_id: str, *, wait_s: float = 0.0) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
-    if not Run.objects.filter(request_id=request_id, ended_at__isnull=True).exists() or not _claim(request_id):
+    if not Transcript.objects.filter(request_id=request_id, ended_at__isnull=True).exists() or not _claim(request_id):
         return False
     run_finished(request_id=request_id, frames=orjson.loads(text).get("frames", []))
     return True
@@ -451,7 +451,7 @@ def runs_keep_unkept(session: LiveSession) -> None:
     """In a thread: keep the session's runs that ended while no screen followed them, from their workers' copies
     while those last (the console's next run and the session's end do it; the history page only reads them)."""
     current = session.run_state.running_request if session.live else None
-    unkept = session.runs.filter(ended_at__isnull=True).exclude(request_id=current or "").order_by("-pk")
+    unkept = session.transcripts.filter(ended_at__isnull=True).exclude(request_id=current or "").order_by("-pk")
     for request_id in unkept.values_list("request_id", flat=True)[:UNKEPT_LOOKED_AT]:
         run_keep_workers_copy(request_id)
 

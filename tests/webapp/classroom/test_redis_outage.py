@@ -92,7 +92,7 @@ def test_a_redis_outage_mid_run_leaves_no_screen_and_no_history_with_a_silent_ho
             else:  # the screen is told in words, never left with a hole and no word
                 assert last["type"] == "error" and last["code"] in ("steps_lost", "worker_lost"), (last, seqs)
         # the web process keeps the transcript just after `done`
-        kept = wait_until(lambda: session.runs.filter(ended_at__isnull=False).first(), "the run kept", timeout=10).frames
+        kept = wait_until(lambda: session.transcripts.filter(ended_at__isnull=False).first(), "the run kept", timeout=10).frames
         seqs = [f["seq"] for f in kept if f["type"] == "token"]
         assert seqs == list(range(STEPS)) or kept[-1]["type"] == "error", seqs
         assert kept[-1]["type"] in ("done", "error")

@@ -39,7 +39,7 @@ def ended_run(session) -> str:
     from webapp.classroom.services import session_state_update
 
     request_id = "r" * 16
-    session_run.run_started(session=session, request_id=request_id, source="3 h 9 5 g", params={"strategy": "beam"})
+    session_run.transcript_open(session=session, request_id=request_id, source="3 h 9 5 g", params={"strategy": "beam"})
     frames: list[dict[str, Any]] = [{"type": "start", "request_id": request_id, "seq": None}]
     for seq in range(STEPS):
         beams = [{"tokens": [f"t{i}" for i in range(seq % 24)], "score": -0.123456789 * seq, "alternatives":

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.fixtures.classroom import take_answer
-from webapp.classroom.models import LiveSession, Question, Run
+from webapp.classroom.models import LiveSession, Question, Transcript
 
 pytestmark = pytest.mark.django_db
 
@@ -24,11 +24,11 @@ def session(instructor):
 def stepping(session, request_id: str = "edge-run") -> str:
     """A step-by-step run three steps in, waiting for the next Step, and the copy its worker keeps once it ends."""
     from webapp.classroom.services import session_state_update
-    from webapp.classroom.session_run import run_started
+    from webapp.classroom.session_run import transcript_open
     from webapp.ops.redis_client import app_redis
     from webapp.playground import keys
 
-    run_started(session=session, request_id=request_id, source="我们看见我的猫。", params={"strategy": "greedy"})
+    transcript_open(session=session, request_id=request_id, source="我们看见我的猫。", params={"strategy": "greedy"})
     session_state_update(session=session, source="我们看见我的猫。", request_id=request_id, running=True, tokens=[],
                          driver=session.instructor_id, params={"strategy": "greedy", "step_mode": True})
     frames = [{"type": "start", "request_id": request_id, "step_mode": True},
@@ -82,8 +82,8 @@ def test_ending_cancels_a_step_by_step_run_and_its_history_keeps_every_token(cli
     ended = client_as(instructor).post(f"/classroom/{session.code}/end/", follow=True)
     assert ended.redirect_chain[-1][0] == f"/classroom/{session.code}/history/"
     assert app_redis().get(keys.cancel_key(request_id)) is not None, "the worker is told to stop the decode"
-    run = Run.objects.get(request_id=request_id)
-    assert run.ended_at is not None and run.text == "we see my" and run.reason == "session_ended"
+    transcript = Transcript.objects.get(request_id=request_id)
+    assert transcript.ended_at is not None and transcript.text == "we see my" and transcript.reason == "session_ended"
     html = ended.content.decode()
     assert run_tokens(html) == [["0: we", "1: see", "2: my"]]  # each its own item, never "0: we1: see"
     assert "stopped by the end of the session" in html
@@ -102,16 +102,16 @@ def test_a_run_nobody_kept_shows_from_its_workers_copy_and_the_page_writes_nothi
     session_end(session=session)
     html = client_as(instructor).get(f"/classroom/{session.code}/history/").content.decode()
     assert run_tokens(html) == [["0: we", "1: see", "2: my"]] and "stopped by the end of the session" not in html
-    assert Run.objects.get(request_id=request_id).ended_at is None  # a GET keeps nothing
+    assert Transcript.objects.get(request_id=request_id).ended_at is None  # a GET keeps nothing
     runs_keep_unkept(session)
-    run = Run.objects.get(request_id=request_id)
-    assert run.frames[-1]["type"] == "done" and run.reason == "session_ended"
+    transcript = Transcript.objects.get(request_id=request_id)
+    assert transcript.frames[-1]["type"] == "done" and transcript.reason == "session_ended"
 
 
 def test_a_beam_search_runs_tokens_are_its_best_beams(client_as, session, instructor):
-    from webapp.classroom.session_run import run_finished, run_started
+    from webapp.classroom.session_run import run_finished, transcript_open
 
-    run_started(session=session, request_id="beam-run", source="a b", params={"strategy": "beam"})
+    transcript_open(session=session, request_id="beam-run", source="a b", params={"strategy": "beam"})
     run_finished(request_id="beam-run", frames=[
         {"type": "beams", "request_id": "beam-run", "seq": 0, "beams": [{"token": "b"}, {"token": "a"}]},
         {"type": "beams", "request_id": "beam-run", "seq": 1, "beams": [{"token": "a"}]},
@@ -199,20 +199,20 @@ def test_the_screens_are_told_who_ended_the_session(client_as, session, instruct
 def test_the_history_says_what_stopped_each_run_the_end_of_the_session_never_the_cancel_button(
         client_as, session, instructor):
     from webapp.classroom.services import session_end
-    from webapp.classroom.session_run import run_finished, run_started
+    from webapp.classroom.session_run import run_finished, transcript_open
 
     def ran(request_id: str, last: dict) -> None:
-        run_started(session=session, request_id=request_id, source="猫", params={"strategy": "greedy"})
+        transcript_open(session=session, request_id=request_id, source="猫", params={"strategy": "greedy"})
         run_finished(request_id=request_id, frames=[{"type": "token", "seq": 0, "token": "cat"}, last])
 
     ran("by-cancel", {"type": "done", "text": "cat", "reason": "cancelled"})  # the console's Cancel, while live
     ran("by-worker", {"type": "error", "code": "worker_lost", "message": "the worker stopped answering"})
     ran("by-eos", {"type": "done", "text": "cat", "reason": "eos"})
-    run_started(session=session, request_id="by-end", source="猫", params={"strategy": "greedy"})
+    transcript_open(session=session, request_id="by-end", source="猫", params={"strategy": "greedy"})
     session_end(session=session)  # ended first; its decode, cancelled, is kept after (the socket's End does so)
     run_finished(request_id="by-end", frames=[{"type": "done", "text": "", "reason": "cancelled"}])
 
-    reasons = dict(Run.objects.values_list("request_id", "reason"))
+    reasons = dict(Transcript.objects.values_list("request_id", "reason"))
     assert reasons == {"by-cancel": "cancelled", "by-worker": "worker_lost", "by-eos": "eos", "by-end": "session_ended"}
     html = re.sub(r"\s+", " ", client_as(instructor).get(f"/classroom/{session.code}/history/").content.decode())
     for why in ("stopped by the Cancel button", "stopped by the loss of its worker", "stopped by the end token",

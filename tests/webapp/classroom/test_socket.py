@@ -249,16 +249,16 @@ async def test_the_history_keeps_each_run_and_each_question_with_its_counts(work
 
     @db
     def kept_pages():
-        from webapp.classroom.models import Run
+        from webapp.classroom.models import Transcript
 
-        run = Run.objects.get(session=session)
-        if run.ended_at is None:
+        transcript = Transcript.objects.get(session=session)
+        if transcript.ended_at is None:
             return None
-        return run, client_as(ann).get(f"/classroom/{session.code}/history/").content.decode()
+        return transcript, client_as(ann).get(f"/classroom/{session.code}/history/").content.decode()
 
-    run, page = await wait_until_async(kept_pages, "the transcript kept by the web process once `done` went out")
-    assert run.text == done["text"] and [f["type"] for f in run.frames][-1] == "done"
-    assert len([f for f in run.frames if f["type"] == "token"]) == 5
+    transcript, page = await wait_until_async(kept_pages, "the transcript kept by the web process once `done` went out")
+    assert transcript.text == done["text"] and [f["type"] for f in transcript.frames][-1] == "done"
+    assert len([f for f in transcript.frames if f["type"] == "token"]) == 5
     assert done["text"] in page and "Which?" in page and "y: 1" in page and "x: 0" in page
     assert 'data-testid="revealed-answer">y<' in page
 
@@ -292,7 +292,7 @@ async def test_a_held_last_step_stays_held_in_the_history_and_on_a_process_that_
     step to that student."""
     from asgiref.sync import sync_to_async
 
-    from webapp.classroom.models import Run
+    from webapp.classroom.models import Transcript
 
     ann = await db(make_student)("ann")
     console, _ = await seat(session, instructor)
@@ -306,7 +306,7 @@ async def test_a_held_last_step_stays_held_in_the_history_and_on_a_process_that_
     question = await until(student, "question")
     assert question["seq"] == 5
     options = (await until(student, "options"))["options"]
-    await wait_until_async(db(Run.objects.filter(request_id=start["request_id"], ended_at__isnull=False).exists),
+    await wait_until_async(db(Transcript.objects.filter(request_id=start["request_id"], ended_at__isnull=False).exists),
                            "the worker answered the held step, its last, and the run was kept", timeout=10)
     assert await student.receive_nothing(timeout=0.3)  # neither the step nor `done` reached the screens
 

@@ -45,7 +45,7 @@ async def test_a_run_ended_by_its_worker_but_unheard_here_is_kept_from_the_worke
     shown = screen.frames[0]["frames"]
     assert [f["seq"] for f in shown if f["type"] == "token"] == [0, 1, 2] and shown[-1]["type"] == "done"
     assert not any(f["type"] == "error" for f in shown)
-    kept = await database_sync_to_async(session_run.run_frames)(RUN)
+    kept = await database_sync_to_async(session_run.transcript_frames)(RUN)
     assert kept == frames  # the history replays the whole run
     fresh = await database_sync_to_async(LiveSession.objects.get)(pk=session.pk)
     assert not fresh.state.get("running")

@@ -93,7 +93,7 @@ def test_a_web_process_cut_from_redis_mid_run_tells_its_screens_then_catches_the
             assert [f for f in screen.told if f.get("code") == "catching_up"], screen.told
         for screen in [*other_screens, console]:  # the other web process's screens never noticed
             assert not screen.told and not screen.drops, (screen.told, screen.drops)
-        kept = session.runs.get()
+        kept = session.transcripts.get()
         deadline = time.monotonic() + 20
         while kept.ended_at is None and time.monotonic() < deadline:  # kept just after `done`
             time.sleep(0.1)

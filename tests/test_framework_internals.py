@@ -3,7 +3,7 @@ Channels that changes one of these fails here, naming the module of ours to revi
 
 Each was re-typed for speed or for a bound the framework lacks (docs/benchmarks.md, "The ASGI server: daphne or
 uvicorn"); the behaviour each keeps is tested where it lives (tests/webapp/test_server_bounds.py,
-tests/webapp/test_request_threads.py, tests/webapp/live/test_server_settings.py and the sockets' tests).
+tests/webapp/test_request_threads.py, tests/webapp/realtime/test_server_settings.py and the sockets' tests).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ PINNED = [
     ("twisted.internet.abstract", "FileDescriptor.doWrite", "a986d7b1b1054e43", "webapp/server.py: unsent_bytes"),
     ("django.core.handlers.asgi", "ASGIHandler.__call__", "f756809e9c9308dc",
      "webapp/request_threads.py: PooledASGIHandler.__call__"),
-    ("channels.consumer", "AsyncConsumer.__call__", "e52238720872dbc3", "webapp/live/sockets.py: JsonSocket.__call__"),
-    ("channels.consumer", "AsyncConsumer.dispatch", "39f34e7d4fb0f655", "webapp/live/sockets.py: JsonSocket.dispatch"),
+    ("channels.consumer", "AsyncConsumer.__call__", "e52238720872dbc3", "webapp/realtime/sockets.py: JsonSocket.__call__"),
+    ("channels.consumer", "AsyncConsumer.dispatch", "39f34e7d4fb0f655", "webapp/realtime/sockets.py: JsonSocket.dispatch"),
 ]
 
 

@@ -43,7 +43,7 @@ BREAKS = {
         "playground-direction",
     ),
     "the sockets' base imports operations": (
-        "webapp/live/feed.py",
+        "webapp/realtime/feed.py",
         "def _runs() -> None:\n    from webapp.ops import runs  # noqa: F401\n",
         "shared-direction",
     ),

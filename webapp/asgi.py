@@ -1,4 +1,4 @@
-"""ASGI entry point: past the door's budgets (webapp.live.door), HTTP goes to Django (after webapp.live.hold), WebSockets
+"""ASGI entry point: past the door's budgets (webapp.realtime.door), HTTP goes to Django (after webapp.realtime.hold), WebSockets
 to Channels consumers (signed-in, origin-checked)."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ django_asgi_app = get_asgi_application()  # before importing consumers: it sets 
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from webapp.live.door import Door, know_stored_sessions  # noqa: E402
-from webapp.live.hold import HoldRefused  # noqa: E402
-from webapp.live.socket_edge import SameOriginValidator, socket_auth_stack  # noqa: E402
+from webapp.realtime.door import Door, know_stored_sessions  # noqa: E402
+from webapp.realtime.hold import HoldRefused  # noqa: E402
+from webapp.realtime.socket_edge import SameOriginValidator, socket_auth_stack  # noqa: E402
 from webapp.routing import websocket_urlpatterns  # noqa: E402
 
 know_stored_sessions()  # a restarted web process lets its signed-in students back in as such

@@ -6,9 +6,9 @@ from django.urls import path, re_path
 from webapp.classroom.consumers import ClassroomSocket
 from webapp.experiments.consumers import ExperimentSocket
 from webapp.lesson.consumers import TrainingRunSocket
-from webapp.live.consumers import NotifySocket
-from webapp.live.socket_edge import NoSuchSocket
 from webapp.playground.consumers import DecodeSocket
+from webapp.realtime.consumers import NotifySocket
+from webapp.realtime.socket_edge import NoSuchSocket
 from webapp.training.consumers import TrainingJobSocket
 
 websocket_urlpatterns = [

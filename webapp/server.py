@@ -101,7 +101,7 @@ class BoundedServer(Server):
             unsent = unsent_bytes(protocol.transport)
             if unsent > _send_bound() or (unsent > _send_bound() // 16 and self._process_unsent() > _process_bound()):
                 log.warning("closing a WebSocket whose client does not read (%s bytes unsent)", unsent)
-                from webapp.live.socket_guard import NOT_READING_CLOSE
+                from webapp.realtime.socket_guard import NOT_READING_CLOSE
 
                 # A slow reader gets CLOSE_WAIT_S to read up to the close frame and see why; then autobahn drops it.
                 protocol.closeHandshakeTimeout = CLOSE_WAIT_S

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from daphne.ws_protocol import WebSocketProtocol
 
-from webapp.live.socket_guard import NOT_READING_CLOSE
+from webapp.realtime.socket_guard import NOT_READING_CLOSE
 from webapp.server import BoundedServer
 
 

@@ -24,7 +24,7 @@ from webapp.classroom.presence import presence_change
 from webapp.classroom.relay import SessionRelay, publish
 from webapp.classroom.reveal import model_answer, next_token_options, source_options
 from webapp.classroom.steps import comparisons, demos, exercises, parts, screens, seeds
-from webapp.live.loops import per_loop
+from webapp.realtime.loops import per_loop
 
 log = logging.getLogger(__name__)
 

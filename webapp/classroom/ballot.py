@@ -14,8 +14,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from django.conf import settings
 
-from webapp.live.loops import per_loop
 from webapp.ops.redis_client import app_redis
+from webapp.realtime.loops import per_loop
 
 TTL_S = 24 * 3600
 OPEN, REVEALED, CLOSED = "open", "revealed", "closed"

@@ -18,7 +18,7 @@ import orjson
 from webapp.classroom import actions, session_run
 from webapp.classroom.errors import ClassroomError
 from webapp.classroom.steps.screens import scope_language
-from webapp.live.sockets import JsonSocket
+from webapp.realtime.sockets import JsonSocket
 
 log = logging.getLogger(__name__)
 

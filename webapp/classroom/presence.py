@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from webapp.classroom.models import Participant
 from webapp.classroom.relay import event_message, session_group
-from webapp.live.loops import per_loop
 from webapp.ops.redis_client import app_redis
+from webapp.realtime.loops import per_loop
 
 PRESENCE_EVERY_S = 0.1  # a class joining at once reaches the console as a few updates, not one per student
 TTL_S = 24 * 3600

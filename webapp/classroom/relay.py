@@ -23,8 +23,8 @@ import orjson
 from channels.layers import get_channel_layer
 
 from webapp.classroom.reveal import next_token_options
-from webapp.live.loops import per_loop
 from webapp.playground.stream import group_target, state_text
+from webapp.realtime.loops import per_loop
 
 STEP_TYPES = ("token", "beams")  # the frames that carry a step's seq
 log = logging.getLogger(__name__)

@@ -92,7 +92,7 @@ def session_end_if_idle(session: LiveSession) -> bool:
         return False
     session_end(session=session, reason=LiveSession.ENDED_IDLE)
     from webapp.classroom.relay import event_message, session_group
-    from webapp.live.feed import publish
+    from webapp.realtime.feed import publish
 
     publish([(session_group(session.code), event_message({"type": "ended", "reason": session.end_reason}))])
     return True

@@ -225,7 +225,7 @@ def end(request: HttpRequest, code: str) -> HttpResponse:
         return render(request, "classroom/end.html", {"session": session})
     session_run.session_end_keeping_run(session=session)
     from webapp.classroom.relay import event_message, session_group
-    from webapp.live.feed import publish
+    from webapp.realtime.feed import publish
 
     publish([(session_group(session.code), event_message({"type": "ended", "reason": session.end_reason}))])
     messages.success(request, _("You ended the session. Here is what happened in it."))

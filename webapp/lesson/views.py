@@ -30,7 +30,7 @@ from webapp.lesson.services import (
     progress_visit,
     training_request,
 )
-from webapp.live.hold import note_refused
+from webapp.realtime.hold import note_refused
 
 
 def _page(request: HttpRequest, page: str, **extra: Any) -> HttpResponse:

@@ -5,9 +5,9 @@ from typing import Any, ClassVar
 
 from channels.db import database_sync_to_async
 
-from webapp.live.sockets import GroupSocket
 from webapp.ops.runs import RunTable
 from webapp.ops.sealed import is_sealed
+from webapp.realtime.sockets import GroupSocket
 
 
 class RunSocket(GroupSocket):

@@ -29,9 +29,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from webapp.celery import app
-from webapp.live.feed import Feed, group_frame
 from webapp.ops.broker import on_every_connect, send_queued_again
 from webapp.ops.jobs import JobStatus, Run
+from webapp.realtime.feed import Feed, group_frame
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 0.25  # at most four progress frames (and database writes) a second per run

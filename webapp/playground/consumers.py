@@ -12,7 +12,6 @@ import orjson
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
-from webapp.live.sockets import JsonSocket
 from webapp.playground.handoff import job_send
 from webapp.playground.protocol import (
     LOST_MESSAGES,
@@ -36,6 +35,7 @@ from webapp.playground.services import (
     request_resync,
 )
 from webapp.playground.watchdog import WORKER_LOST
+from webapp.realtime.sockets import JsonSocket
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from webapp.live.loops import per_loop
 from webapp.playground.protocol import ProtocolError
 from webapp.playground.services import decode_queue
+from webapp.realtime.loops import per_loop
 
 log = logging.getLogger(__name__)
 

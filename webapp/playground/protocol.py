@@ -15,8 +15,8 @@ import orjson
 
 from modelcore.decoding.params import DecodeError, DecodeParams
 from webapp.core.refusal import Refusal
-from webapp.live.socket_guard import is_text
 from webapp.playground.attention import MEAN, View
+from webapp.realtime.socket_guard import is_text
 
 MAX_PACE_MS = 5000
 MAX_TAG_CHARS = 64

@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
-from webapp.live.loops import per_loop
 from webapp.playground.watchdog import Watched, watchdog
+from webapp.realtime.loops import per_loop
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 import redis
 from django.conf import settings
 
-from webapp.live.loops import per_loop
 from webapp.ops.redis_client import quick_redis
 from webapp.ops.worker_presence import queue_workers_up
 from webapp.playground.keys import alive_key
+from webapp.realtime.loops import per_loop
 
 log = logging.getLogger(__name__)
 

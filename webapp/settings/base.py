@@ -44,7 +44,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "webapp.core",
-    "webapp.live",
+    "webapp.realtime",
     "webapp.ops",
     "webapp.accounts",
     "webapp.classroom",
@@ -64,7 +64,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "webapp.live.door.known_session_middleware",
+    "webapp.realtime.door.known_session_middleware",
     "webapp.accounts.roles.RoleMemoMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -202,7 +202,7 @@ SOCKET_SEND_BUFFER_BYTES = env_int("SOCKET_SEND_BUFFER_BYTES", 4 * 1024 * 1024, 
 SOCKET_SEND_PROCESS_BYTES = env_int("SOCKET_SEND_PROCESS_BYTES", 32 * 1024 * 1024, minimum=1_048_576)
 SOCKETS_PER_USER = env_int("SOCKETS_PER_USER", 8, minimum=1)
 SOCKET_RESYNC_EVERY_MS = env_int("SOCKET_RESYNC_EVERY_MS", 2000, minimum=0)
-# The door (webapp/live/door.py, docs/deploy.md): what HTTP requests and socket handshakes may cost, counted in the
+# The door (webapp/realtime/door.py, docs/deploy.md): what HTTP requests and socket handshakes may cost, counted in the
 # event loop before Django sees them; past a budget, 429 (or the handshake refused) after
 # DOOR_REFUSAL_WAIT_MS. Per signed-in session (tight), per client address (generous: a class behind one NAT).
 DOOR_LIMITS = env_bool("DOOR_LIMITS", True)

@@ -57,6 +57,6 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # Served straight from the finders so the ASGI test server needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
-# The door's budgets (webapp/live/door.py) are off unless a test turns them on (DOOR_LIMITS=1 in a web process's
+# The door's budgets (webapp/realtime/door.py) are off unless a test turns them on (DOOR_LIMITS=1 in a web process's
 # environment, or the setting): most tests open sockets and requests faster than any student, all from 127.0.0.1.
 DOOR_LIMITS = env_bool("DOOR_LIMITS", False)

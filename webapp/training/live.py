@@ -1,13 +1,13 @@
 """A training job's live frames: to its watchers (`training-<id>`) and to its owner's tabs (the nav badge).
 
-Both go through webapp.live.feed: a run's step frames at most 10 a second (the newest held back
+Both go through webapp.realtime.feed: a run's step frames at most 10 a second (the newest held back
 is sent on the next flush), status and log frames at once, all from one thread and event loop.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from webapp.live.feed import Feed, group_frame, publish, user_group
+from webapp.realtime.feed import Feed, group_frame, publish, user_group
 from webapp.training.models import TrainingJob
 
 STEP_INTERVAL_S = 0.1  # at most 10 step frames a second reach the browser

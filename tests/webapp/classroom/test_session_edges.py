@@ -187,7 +187,7 @@ def test_the_screens_are_told_who_ended_the_session(client_as, session, instruct
     from webapp.classroom import services
 
     sent = []
-    with mock.patch("webapp.live.feed.publish", side_effect=sent.extend):
+    with mock.patch("webapp.realtime.feed.publish", side_effect=sent.extend):
         client_as(instructor).post(f"/classroom/{session.code}/end/")
         idle = LiveSession.objects.create(instructor=instructor, title="Idle", model_name="tiny", code="IDLE2345",
                                           last_active_at=services.idle_since() - timedelta(minutes=1))

@@ -8,7 +8,7 @@ from channels.layers import get_channel_layer
 from tests.fixtures.sockets import socket_for
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.services import run_group
-from webapp.live.feed import group_frame
+from webapp.realtime.feed import group_frame
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 

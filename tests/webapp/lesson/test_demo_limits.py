@@ -145,7 +145,7 @@ def test_a_script_flooding_refused_demonstrations_is_held_at_the_door_while_the_
     rest are answered 429 at the door with the seconds to wait; another student is not held back."""
     from tests.fixtures.services import start_web, stop_web
     from tests.fixtures.stack import browser_headers
-    from webapp.live.hold import HELD_PER_SESSION
+    from webapp.realtime.hold import HELD_PER_SESSION
 
     start_worker("demonstrations")
     web = start_web(tmp_path / "daphne.log", LESSON_DEMOS_PER_MINUTE="1")

@@ -10,7 +10,7 @@ from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from django.dispatch import receiver
 
-from webapp.live.socket_guard import sockets_close
+from webapp.realtime.socket_guard import sockets_close
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from django.conf import settings
 
-from webapp.live.door import say_and_close, session_key, too_many_requests
-from webapp.live.socket_guard import TOO_MANY_CLOSE
+from webapp.realtime.door import say_and_close, session_key, too_many_requests
+from webapp.realtime.socket_guard import TOO_MANY_CLOSE
 
 HOLD_S = 2.0  # the longest a request is held before Django sees it
 HELD_PER_SESSION = 16  # held at once per session; beyond, refused at once

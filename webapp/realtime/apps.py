@@ -3,12 +3,12 @@ from __future__ import annotations
 from django.apps import AppConfig
 
 
-class LiveConfig(AppConfig):
+class RealtimeConfig(AppConfig):
     """Sockets: every socket's base, its edge and guards, the feed from synchronous code, rights that end."""
 
-    name = "webapp.live"
-    label = "live"
-    verbose_name = "Live sockets"
+    name = "webapp.realtime"
+    label = "realtime"
+    verbose_name = "Realtime sockets"
 
     def ready(self) -> None:
-        from webapp.live import revoke  # noqa: F401  (signal receivers)
+        from webapp.realtime import revoke  # noqa: F401  (signal receivers)

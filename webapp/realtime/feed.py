@@ -5,7 +5,7 @@ through one event loop: the pub/sub layer wants one loop around the whole send l
 per frame, as `async_to_sync` makes, costs 5-8 ms). Each wake-up sends everything queued
 since the last one. `latest()` frames are throttled per group: at most one per `interval`,
 the newest held back is sent by the next `flush()`, `send()` or `close()`. Sockets that
-watch a group are `webapp.live.sockets.GroupSocket`s; `group_frame()` is their message.
+watch a group are `webapp.realtime.sockets.GroupSocket`s; `group_frame()` is their message.
 Decoding frames take their own faster path (webapp/playground/relay.py).
 """
 from __future__ import annotations

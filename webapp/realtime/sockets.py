@@ -18,9 +18,9 @@ from channels.utils import await_many_dispatch
 from django.conf import settings
 
 from webapp.accounts.roles import Role, has_role, roles_known, user_now
-from webapp.live.door import note_known
-from webapp.live.hold import HOLD_S, note_refused
-from webapp.live.socket_guard import (
+from webapp.realtime.door import note_known
+from webapp.realtime.hold import HOLD_S, note_refused
+from webapp.realtime.socket_guard import (
     POLICY_CLOSE,
     REVOKED_CLOSE,
     TOO_MANY_CLOSE,
@@ -123,7 +123,7 @@ class JsonSocket(AsyncWebsocketConsumer):
             return
         self.budget = FrameBudget()
         await self.accept()
-        if not self._count_in(user.pk):  # the session's next sockets wait at the door (webapp.live.hold)
+        if not self._count_in(user.pk):  # the session's next sockets wait at the door (webapp.realtime.hold)
             note_refused(session.session_key if session is not None else None, SOCKETS_PREFIX, HOLD_S)
             await self.send_error("too_many_sockets", f"you have {settings.SOCKETS_PER_USER} connections open already; "
                                   "close a tab and this one connects again")
@@ -285,7 +285,7 @@ class GroupSocket(JsonSocket):
 
     On connect it joins `group_name()` before reading `snapshot()`, since the pub/sub layer reaches only
     subscribers that already exist; no snapshot (nothing to watch) answers `not_found` and closes 4404.
-    Every `group.frame` message (webapp.live.feed.group_frame) goes to the browser as it is. A client
+    Every `group.frame` message (webapp.realtime.feed.group_frame) goes to the browser as it is. A client
     action that needs more than `minimum_role` names its role in `action_roles`; the handler checks it
     again with `permitted()` (a role can change while a socket is open).
     """

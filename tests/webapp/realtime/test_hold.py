@@ -12,7 +12,7 @@ import time
 import pytest
 from django.conf import settings
 
-from webapp.live import hold
+from webapp.realtime import hold
 
 PREFIX = "/lesson/demo/"
 

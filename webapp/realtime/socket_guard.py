@@ -1,6 +1,6 @@
 """What every socket enforces on its client: a frame budget, text that can be echoed, rights that end.
 
-JsonSocket (webapp/live/sockets.py) applies these to every frame of every socket; the web
+JsonSocket (webapp/realtime/sockets.py) applies these to every frame of every socket; the web
 server (webapp/server.py) bounds what a socket may have queued before its consumer reads it.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from webapp.live.feed import Feed, group_frame, publish
+from webapp.realtime.feed import Feed, group_frame, publish
 
 pytestmark = [pytest.mark.services]
 

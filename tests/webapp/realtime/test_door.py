@@ -20,7 +20,7 @@ from django.test import Client
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from webapp.live import door
+from webapp.realtime import door
 
 SCHOOL = "203.0.113.20"  # one NAT address for the whole class
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp.live.feed import user_group
-from webapp.live.sockets import GroupSocket
+from webapp.realtime.feed import user_group
+from webapp.realtime.sockets import GroupSocket
 
 
 class NotifySocket(GroupSocket):

@@ -8,12 +8,14 @@ selected for the next step.
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from types import ModuleType
 
 import torch
 from torch import Tensor
@@ -45,6 +47,47 @@ def _vocabulary(tokenizer: Tokenizer | None, size: int) -> list[str | None]:
     if tokenizer not in _vocabularies:
         _vocabularies[tokenizer] = [tokenizer.id_to_token(i) for i in range(size)]
     return list(_vocabularies[tokenizer])
+
+
+Scores = tuple[Tensor, list[list[float]], list[list[int]], list[float]]
+_BANNED = (PAD_ID, BOS_ID)  # framing, never output
+
+
+def step_scores(logits: Tensor, short_rows: list[int], width: int, entropy: bool, native: ModuleType | None = None
+                ) -> Scores:
+    """What a step's choices read from its logits (B, V): (log-probabilities (B, V), each row's `width` most likely
+    log-probabilities and ids, best first, and each row's entropy when asked, else []).
+
+    The banned ids go to -inf in `logits` first (in place), <eos> too in `short_rows` (requests short of their
+    min_len). `native`: the native step's module, which does it all in one call through the same ATen kernels
+    as the Python below, so that every number is the same, bit for bit.
+    """
+    if native is not None:
+        return native.scores(logits, _BANNED, EOS_ID, short_rows, width, entropy)
+    if len(short_rows) == logits.size(0):  # one fill for the common case: no row may end yet
+        logits.index_fill_(1, _banned_ids(logits.device, True), float("-inf"))
+    else:
+        logits.index_fill_(1, _banned_ids(logits.device, False), float("-inf"))
+        if short_rows:
+            logits[short_rows, EOS_ID] = float("-inf")
+    logp = logits.log_softmax(-1)
+    top_logp, top_ids = (t.tolist() for t in logp.topk(width))
+    entropies = torch.special.entr(logp.exp()).sum(-1).tolist() if entropy else []  # entr(0) is 0: banned ids
+    return logp, top_logp, top_ids, entropies
+
+
+@functools.cache
+def _banned_ids(device: torch.device, eos: bool) -> Tensor:
+    return torch.tensor([*_BANNED, EOS_ID] if eos else _BANNED, device=device)
+
+
+def _spread(entropy: list[float], top_logp: list[list[float]], row: int) -> tuple[float, float]:
+    """A row's (entropy, margin) this step, which the output's confidence reads: the margin is the gap between its
+    two most likely tokens' probabilities. (0, 0) when no entropy was taken (every token forced: none is read)."""
+    if not entropy:
+        return 0.0, 0.0
+    lps = top_logp[row]
+    return entropy[row], math.exp(lps[0]) - (math.exp(lps[1]) if len(lps) > 1 else 0.0)
 
 
 class StepFailed(RuntimeError):
@@ -93,6 +136,7 @@ class BatchDecoder:
         cache: bool = True,
         stepper: Stepper | None = None,
         judge: Judge | None = None,
+        step_events: bool = True,
     ) -> None:
         self.model = model
         # What each done event says of its output; the default: uncalibrated, no training words to check.
@@ -103,8 +147,10 @@ class BatchDecoder:
         self.stepper: Stepper = stepper if stepper is not None else make_stepper(model, cache=cache)
         self.device = next(model.parameters()).device
         self._vocab = _vocabulary(tgt_tokenizer, self.config.tgt_vocab_size)
-        self._banned = torch.tensor([PAD_ID, BOS_ID], device=self.device)  # framing, never output
-        self._banned_and_eos = torch.tensor([PAD_ID, BOS_ID, EOS_ID], device=self.device)  # before min_len
+        # False: step() returns done events only (decode() reads no others), and builds no token or beams events.
+        self.step_events = step_events
+        # Where the native step runs, its module also takes the logits' handling of a step (_scores).
+        self._native: ModuleType | None = getattr(self.stepper, "native_module", None)
         self._requests: list[_Request] = []
 
     @property
@@ -203,7 +249,8 @@ class BatchDecoder:
             yield from self.step()
 
     def step(self) -> list[Event]:
-        """One decoding step for every active request; returns their token/beams and done events."""
+        """One decoding step for every active request; returns their token/beams and done events (done events only
+        when the decoder was made with step_events=False)."""
         if not self._requests:
             return []
         with torch.inference_mode():
@@ -211,44 +258,32 @@ class BatchDecoder:
 
     def _step(self) -> list[Event]:
         requests = self._requests
-        self.stepper.capture = any(r.params.capture_attention for r in requests)
-        feed = [t for r in requests for t in r.feed]
-        logits = self.stepper.step(torch.tensor(feed, device=self.device))  # (B, V)
-        too_short = [r.step < r.params.min_len for r in requests]
-        if all(too_short):  # one fill for the common case: no row may end yet
-            logits.index_fill_(1, self._banned_and_eos, float("-inf"))
-        else:
-            logits.index_fill_(1, self._banned, float("-inf"))
-            row = 0
-            for r, short in zip(requests, too_short, strict=True):
-                if short:
-                    logits[row : row + r.rows, EOS_ID] = float("-inf")
-                row += r.rows
-        logp = logits.log_softmax(-1)  # (B, V)
-        # At least the top two: their gap is the step's margin, which the output's confidence reads.
-        width = min(max([r.params.top_alternatives for r in requests] + [2]), logp.size(1))
-        top_logp, top_ids = (t.tolist() for t in logp.topk(width))
-        entropy = torch.special.entr(logp.exp()).sum(-1).tolist()  # (B,): entr(0) is 0 where a token is banned
-        spread = [(h, math.exp(lps[0]) - (math.exp(lps[1]) if len(lps) > 1 else 0.0))
-                  for h, lps in zip(entropy, top_logp, strict=True)]  # (entropy, margin) per row
+        stepper = self.stepper
+        stepper.capture = any(r.params.capture_attention for r in requests)
+        logits = stepper.step(torch.tensor([t for r in requests for t in r.feed], device=self.device))  # (B, V)
+        logp, top_logp, top_ids, entropy = self._scores(logits, requests)
         events: list[Event] = []
+        reporting = self.step_events
         keep: list[int] = []
         still: list[_Request] = []
         failed: dict[str, Exception] = {}
         row = 0
         for r in requests:
-            rows = range(row, row + r.rows)
+            rows = r.rows
             mark = len(events)
             try:
                 if r.beam is not None:
-                    parents, done = self._beam_step(r, logp[row : row + r.rows], rows, events, spread[row : row + r.rows])
+                    spread = [_spread(entropy, top_logp, i) for i in range(row, row + rows)]
+                    parents, done = self._beam_step(r, logp[row : row + rows], range(row, row + rows),
+                                                    events if reporting else None, spread)
                 else:
-                    choice = (top_ids[row], top_logp[row])
-                    parents, done = self._token_step(r, logits, logp, choice, row, events, spread[row])
+                    parents = [0]
+                    done = self._token_step(r, logits, logp, top_ids[row], top_logp[row], row,
+                                            events if reporting else None, _spread(entropy, top_logp, row))
             except Exception as error:  # that request leaves the batch; the others' step stands
                 del events[mark:]
                 failed[r.id] = error
-                row += len(rows)
+                row += rows
                 continue
             r.step += 1
             if done is None:
@@ -257,12 +292,24 @@ class BatchDecoder:
                 still.append(r)
             else:
                 events.append(self._done(r, done))
-            row += len(rows)
+            row += rows
         self._requests = still
-        self.stepper.select(keep)
+        stepper.select(keep)
         if failed:
             raise StepFailed(failed, events)
         return events
+
+    def _scores(self, logits: Tensor, requests: list[_Request]) -> Scores:
+        """step_scores() of this step: at least the top two of each row (their gap is the step's margin, which the
+        output's confidence reads), the entropy when a request chooses its own token."""
+        width = min(max([r.params.top_alternatives for r in requests] + [2]), logits.size(1))
+        short_rows, row = [], 0
+        for r in requests:
+            if r.step < r.params.min_len:
+                short_rows += range(row, row + r.rows)
+            row += r.rows
+        chooses = any(r.forced_token() is None for r in requests)
+        return step_scores(logits, short_rows, width, chooses, self._native)
 
     def _attention(self, r: _Request, row: int) -> tuple[Tensor | None, Tensor | None]:
         """This step's attention rows of one stepper row, if its request asked: (L, h, T) self, (L, h, S) cross."""
@@ -273,50 +320,59 @@ class BatchDecoder:
         return attention[0][:, row, :, :T], attention[1][:, row, :, :S]
 
     def _token_step(
-        self, r: _Request, logits: Tensor, logp: Tensor, choice: tuple[list[int], list[float]], row: int,
-        events: list[Event], spread: tuple[float, float],
-    ) -> tuple[list[int], str | None]:
-        """Greedy or sampling on logits[row]: pick one token, report it; returns ([0], None) or ([], reason)."""
+        self, r: _Request, logits: Tensor, logp: Tensor, ids: list[int], lps: list[float], row: int,
+        events: list[Event] | None, spread: tuple[float, float],
+    ) -> str | None:
+        """Greedy or sampling on logits[row] (`ids`, `lps`: its most likely tokens): pick one token, report it in
+        `events` (None: not reported); returns the reason it is done, or None."""
         params, forced = r.params, r.forced_token()
-        width = min(params.top_alternatives, logits.size(1))
         if params.strategy == "sample":
             probs = tempered(logits[row], params.temperature)  # (V,), float64
             assert r.generator is not None
             token = forced if forced is not None else sample(probs, params.top_k, params.top_p, r.generator)
+            token_logp = float(logp[row, token])
+        else:
+            probs = None
+            token = forced if forced is not None else ids[0]
+            token_logp = lps[0] if forced is None else float(logp[row, token])
+        if events is not None:
+            events.append(self._token_event(r, row, token, token_logp, forced is not None, probs, ids, lps))
+        r.logprob += token_logp
+        if forced is None:
+            r.steps_seen.append(StepStat(token_logp, *spread))
+        r.feed = [token]
+        if token == EOS_ID:
+            return "eos"
+        r.ids.append(token)
+        if r.step + 1 >= r.max_len:
+            return "max_len"
+        return None
+
+    def _token_event(
+        self, r: _Request, row: int, token: int, token_logp: float, forced: bool, probs: Tensor | None,
+        ids: list[int], lps: list[float],
+    ) -> TokenEvent:
+        """The token event of one greedy (`probs` None) or sampling step (`probs`: the tempered distribution)."""
+        width = min(r.params.top_alternatives, len(self._vocab))  # the vocabulary: one text (or None) an id
+        if probs is not None:
             prob = float(probs[token])
             top = probs.topk(width) if width else None
             alternatives: list[Alternative] = (
                 [(i, self._vocab[i], p) for i, p in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
                 if top is not None else []
             )
-            token_logp = float(logp[row, token])
         else:
-            ids, lps = choice
-            token = forced if forced is not None else ids[0]
-            token_logp = lps[0] if forced is None else float(logp[row, token])
             prob = math.exp(token_logp)
             alternatives = [(i, self._vocab[i], math.exp(lp)) for i, lp in zip(ids[:width], lps[:width], strict=True)]
         self_att, cross_att = self._attention(r, row)
-        info = self.stepper.info([row])
-        events.append(
-            TokenEvent(r.id, r.step, token, self._vocab[token], prob, forced is not None, alternatives, info,
-                       self_att, cross_att)
-        )
-        r.logprob += token_logp
-        if forced is None:
-            r.steps_seen.append(StepStat(token_logp, *spread))
-        r.feed = [token]
-        if token == EOS_ID:
-            return [], "eos"
-        r.ids.append(token)
-        if r.step + 1 >= r.max_len:
-            return [], "max_len"
-        return [0], None
+        return TokenEvent(r.id, r.step, token, self._vocab[token], prob, forced, alternatives, self.stepper.info([row]),
+                          self_att, cross_att)
 
     def _beam_step(
-        self, r: _Request, logp: Tensor, rows: range, events: list[Event], spread: list[tuple[float, float]]
+        self, r: _Request, logp: Tensor, rows: range, events: list[Event] | None, spread: list[tuple[float, float]]
     ) -> tuple[list[int], str | None]:
-        """Beam search: extend, prune, report the beams; returns (parent rows to keep, reason when done)."""
+        """Beam search: extend, prune, report the beams in `events` (None: not reported); returns (parent rows to
+        keep, reason when done)."""
         assert r.beam is not None
         forced = r.forced_token()
         ended: list[int] = []
@@ -327,13 +383,13 @@ class BatchDecoder:
             r.beam.done = r.beam.out_of_room = len(r.beam.tokens[0]) >= r.max_len
         else:
             _, live, ended = r.beam.advance(logp, spread)
-        beams = []
-        for parent, token, token_logp, total in live:
-            self_att, cross_att = self._attention(r, rows[parent])
-            beams.append(Beam(parent, token, self._vocab[token], math.exp(token_logp), total, self_att, cross_att))
-        finished = [self._hypothesis(*r.beam.finished[i][:3]) for i in ended]
-        info = self.stepper.info(rows)
-        events.append(BeamsEvent(r.id, r.step, beams, finished, forced is not None, info))
+        if events is not None:
+            beams = []
+            for parent, token, token_logp, total in live:
+                self_att, cross_att = self._attention(r, rows[parent])
+                beams.append(Beam(parent, token, self._vocab[token], math.exp(token_logp), total, self_att, cross_att))
+            finished = [self._hypothesis(*r.beam.finished[i][:3]) for i in ended]
+            events.append(BeamsEvent(r.id, r.step, beams, finished, forced is not None, self.stepper.info(rows)))
         r.feed = [token for _, token, _, _ in live]
         if r.beam.done:
             return [], "beam"

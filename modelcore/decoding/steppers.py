@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Protocol
 
 import torch
@@ -158,6 +159,11 @@ class CachedStepper:
     def native(self) -> bool:
         """Whether steps take the native step (CPU, float32, built)."""
         return self._native is not None
+
+    @property
+    def native_module(self) -> ModuleType | None:
+        """The compiled module when steps take the native step (BatchDecoder hands it the logits too), else None."""
+        return self._native.module if self._native is not None else None
 
     def step(self, tokens: Tensor) -> Tensor:
         """tokens (B,) at each row's next position -> logits (B, V)."""

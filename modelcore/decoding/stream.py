@@ -22,8 +22,12 @@ def open_decoder(
     src_tokenizer: Tokenizer | None = None,
     tgt_tokenizer: Tokenizer | None = None,
     cache: bool = True,
+    step_events: bool = True,
 ) -> BatchDecoder:
-    """A BatchDecoder for a model object, a loaded model folder, or a folder path / shipped model name."""
+    """A BatchDecoder for a model object, a loaded model folder, or a folder path / shipped model name.
+
+    step_events=False: its steps return done events only (BatchDecoder's).
+    """
     if isinstance(model, str | Path):
         try:
             model = load_model(model)
@@ -37,7 +41,8 @@ def open_decoder(
         model = model.model
     if not isinstance(model, EncoderDecoder):
         raise DecodeError(f"unknown model: expected an EncoderDecoder, a model folder or a name, got {model!r}", "unknown_model")
-    return BatchDecoder(model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer, cache=cache, judge=judge)
+    return BatchDecoder(model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer, cache=cache, judge=judge,
+                        step_events=step_events)
 
 
 def decode_stream(
@@ -71,7 +76,8 @@ def decode(
     cache: bool = True,
 ) -> list[DoneEvent]:
     """Decode many sources together (one batch, each ending on its own); results in input order."""
-    decoder = open_decoder(model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer, cache=cache)
+    decoder = open_decoder(model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer, cache=cache,
+                           step_events=False)  # only the done events are read
     decoder.add_many([(str(i), src, params) for i, src in enumerate(srcs)])
     results: dict[str, DoneEvent] = {}
     for event in decoder.run():

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("webapp.core.urls")),
+    path("", include("webapp.site_pages.urls")),
     path("accounts/", include("webapp.accounts.urls")),
     path("classroom/", include("webapp.classroom.urls")),
     path("experiments/", include("webapp.experiments.urls")),

@@ -1,4 +1,4 @@
-// Chart words in the page's language: base.html's <script id="chart-labels"> (webapp/core/templatetags/chart_labels.py).
+// Chart words in the page's language: base.html's <script id="chart-labels"> (webapp/site_pages/templatetags/chart_labels.py).
 const node = document.getElementById("chart-labels");
 const LABELS = node ? JSON.parse(node.textContent) : {};
 

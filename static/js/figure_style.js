@@ -1,5 +1,5 @@
 // Every chart of the app is drawn through plot(): one Plotly template and a colour per concept
-// (webapp/core/figure_style.py, read from base.html's <script id="figure-style">), readable log axes,
+// (webapp/site_pages/figure_style.py, read from base.html's <script id="figure-style">), readable log axes,
 // and a text alternative for screen readers.
 import { chartLabel } from "./chart_labels.js";
 import { track } from "./settled.js";

@@ -68,7 +68,7 @@ def test_the_playground_charts_title_their_axes(asgi_server, demo, zh_en, page_f
     assert titles["view-topk"][1] == "probability" and titles["view-kv-time"] == ["step", "ms per step"]
     for view in ("view-cross", "view-topk", "view-kv-time"):
         assert page.get_attribute(f"#{view}", "role") == "img" and page.get_attribute(f"#{view}", "aria-label")
-    # The attention heatmaps take the app's one weight scale (webapp/core/figure_style.py), as the lesson's do.
+    # The attention heatmaps take the app's one weight scale (webapp/site_pages/figure_style.py), as the lesson's do.
     scales = page.evaluate("""() => [JSON.parse(document.getElementById('figure-style').textContent).weight_scale,
                                      document.getElementById('view-cross').data[0].colorscale]""")
     assert scales[0] and scales[1] == scales[0]

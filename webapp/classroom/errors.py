@@ -1,7 +1,7 @@
 """The classroom's refusals, as the socket's error frames and the pages' messages carry them."""
 from __future__ import annotations
 
-from webapp.core.refusal import Refusal
+from webapp.site_pages.refusal import Refusal
 
 
 class ClassroomError(Refusal):

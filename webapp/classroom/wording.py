@@ -16,11 +16,11 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from webapp.core.figure_style import label_text
 from webapp.experiments.figures import machine_words, verdict_sentence
 from webapp.lesson.content import PREDICTIONS, exercise_question
 from webapp.lesson.figures import ARM_LABELS, arm_label
 from webapp.lesson.services import TRAIN_KINDS
+from webapp.site_pages.figure_style import label_text
 
 KEYS_LANGUAGE = "en"  # the language of the keys a question is stored and answered with
 # The experiments pages' comparisons a class predicts: the page, its preset, and its arms in order.

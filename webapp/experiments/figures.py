@@ -8,8 +8,8 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext
 
-from webapp.core.figure_style import COLORS, COLORWAY, label_text
 from webapp.experiments.pages import DEPTHS
+from webapp.site_pages.figure_style import COLORS, COLORWAY, label_text
 
 Figure = dict[str, Any]
 

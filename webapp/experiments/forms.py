@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from modelcore.config import model_overrides
 from modelcore.experiments.spec import PROBE_KNOBS, PROBE_TASKS, SWEEP_SEEDS
-from webapp.core.model_forms import check_model, model_choice_field
+from webapp.site_pages.model_forms import check_model, model_choice_field
 
 N_HEADS = 4  # fixed: the form asks for d_model only, d_ff is 4 * d_model as in the paper
 

@@ -9,8 +9,8 @@ from django.utils.translation import gettext_lazy as _
 
 from modelcore.experiments.comparisons import comparison_arms
 from modelcore.experiments.spec import KINDS, SWEEP_ONLY, SWITCHES, RunConfig
-from webapp.core.figure_style import label_text
 from webapp.ops.jobs import JobStatus, Run
+from webapp.site_pages.figure_style import label_text
 
 # What each kind of run is called on the pages (modelcore names them in code).
 KIND_LABELS = {"gradflow": _("gradients at initialisation"), "compare": _("paired training runs"),

@@ -14,11 +14,11 @@ from django.utils import timezone
 
 from modelcore.experiments.spec import canonical_params
 from webapp.accounts.roles import Role, has_role
-from webapp.core.redact import without_paths
 from webapp.experiments.models import ExperimentRun
 from webapp.experiments.pages import PAGES, SHIPPED_SEEDS, shipped_results, sweep_preset
 from webapp.experiments.sweep_parts import sweep_shared
 from webapp.ops.runs import QueuePlace, RunTable
+from webapp.site_pages.redact import without_paths
 
 RUN_TASK = "webapp.experiments.run"  # webapp.experiments.tasks.run_experiment_task, routed by its name
 

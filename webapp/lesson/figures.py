@@ -5,7 +5,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from webapp.core.figure_style import COLORS, COLORWAY, WEIGHT_SCALE, label_text
+from webapp.site_pages.figure_style import COLORS, COLORWAY, WEIGHT_SCALE, label_text
 
 Figure = dict[str, Any]
 

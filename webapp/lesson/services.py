@@ -20,8 +20,6 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from webapp.celery import app
-from webapp.core.redact import without_paths
-from webapp.core.refusal import Refusal
 from webapp.lesson.content import EXERCISES, PAGES, exercise_page
 from webapp.lesson.models import DemoResult, PageProgress, TrainingRun
 from webapp.ops.limits import admit_script
@@ -30,6 +28,8 @@ from webapp.ops.runs import QueuePlace, RunTable
 from webapp.ops.worker_presence import queue_workers, queue_workers_up
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import models_visible_to
+from webapp.site_pages.redact import without_paths
+from webapp.site_pages.refusal import Refusal
 
 logger = logging.getLogger(__name__)
 DEMO_TASK = "webapp.lesson.demo"  # each demonstration takes well under a second

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 
 from modelcore.decoding.params import DecodeError, DecodeParams
-from webapp.core.refusal import Refusal
 from webapp.playground.attention import MEAN, View
 from webapp.realtime.socket_guard import is_text
+from webapp.site_pages.refusal import Refusal
 
 MAX_PACE_MS = 5000
 MAX_TAG_CHARS = 64

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from webapp.core.figure_style import COLORS
+from webapp.site_pages.figure_style import COLORS
 
 CURVE_FILE = "learning_curve.json"  # in the model's folder; scripts/hsk_learning_curve.py writes it
 CHRF_COLOR = COLORS["token_accuracy"]

@@ -9,7 +9,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from modelcore.decoding.confidence import CALIBRATION_FILE
-from webapp.core.figure_style import COLORS
+from webapp.site_pages.figure_style import COLORS
 
 
 def _percent(value: float | None) -> str:

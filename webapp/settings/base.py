@@ -34,7 +34,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "daphne",
-    "webapp.core.apps.LabAdminConfig",
+    "webapp.site_pages.apps.LabAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -43,7 +43,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "axes",
-    "webapp.core",
+    "webapp.site_pages",
     "webapp.realtime",
     "webapp.ops",
     "webapp.accounts",
@@ -70,7 +70,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "webapp.ops.busy.BusyDatabaseMiddleware",
-    "webapp.core.method_page.MethodNotAllowedPageMiddleware",
+    "webapp.site_pages.method_page.MethodNotAllowedPageMiddleware",
     # Axes must come last: it inspects the outcome of authentication.
     "axes.middleware.AxesMiddleware",
 ]
@@ -128,7 +128,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "accounts:login"
-LOGIN_REDIRECT_URL = "core:home"
+LOGIN_REDIRECT_URL = "site_pages:home"
 LOGOUT_REDIRECT_URL = "accounts:login"
 # Students may create their own accounts unless an operator turns it off.
 REGISTRATION_OPEN = env_bool("REGISTRATION_OPEN", True)

@@ -12,8 +12,8 @@ from django.utils.translation import gettext_lazy as _
 from modelcore.config import KNOBS, model_overrides
 from modelcore.tasks import TASK_NAMES
 from modelcore.training.schedule import SCHEDULES
-from webapp.core.model_forms import check_model, model_choice_field
-from webapp.core.redact import without_paths
+from webapp.site_pages.model_forms import check_model, model_choice_field
+from webapp.site_pages.redact import without_paths
 from webapp.training.models import Dataset, TrainingJob
 from webapp.training.spec import dataset_bytes, job_task, train_config_dict
 

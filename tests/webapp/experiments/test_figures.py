@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.utils import translation
 
-from webapp.core.figure_style import COLORS
 from webapp.experiments.figures import layernorm_figures, norm_name
+from webapp.site_pages.figure_style import COLORS
 
 DEFAULTS = Path(__file__).resolve().parents[3] / "webapp" / "experiments" / "defaults" / "layernorm.json"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.core.redact import without_paths
+from webapp.site_pages.redact import without_paths
 
 
 @pytest.mark.parametrize(("text", "shown"), [

@@ -6,9 +6,9 @@ from django.utils.html import json_script
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from webapp.core.figure_style import figure_style as style
-from webapp.core.figure_style import label_text
-from webapp.core.metrics import metric_name
+from webapp.site_pages.figure_style import figure_style as style
+from webapp.site_pages.figure_style import label_text
+from webapp.site_pages.metrics import metric_name
 
 register = template.Library()
 
@@ -29,5 +29,5 @@ def chart_labels() -> SafeString:
 
 @register.simple_tag
 def figure_style() -> SafeString:
-    """<script id="figure-style">: the app's Plotly template and colour per concept (webapp/core/figure_style.py)."""
+    """<script id="figure-style">: the app's Plotly template and colour per concept (webapp/site_pages/figure_style.py)."""
     return json_script(style(), "figure-style")

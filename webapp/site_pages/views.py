@@ -13,7 +13,7 @@ from webapp.ops.health import current_report
 @signed_in
 def home(request: HttpRequest) -> HttpResponse:
     """What this role can do here."""
-    return render(request, "core/home.html")
+    return render(request, "site_pages/home.html")
 
 
 @require_GET

@@ -1,9 +1,9 @@
-"""{{ figures|readable_metrics }}: a model's or a checkpoint's figures with readable names (webapp/core/metrics.py)."""
+"""{{ figures|readable_metrics }}: a model's or a checkpoint's figures with readable names (webapp/site_pages/metrics.py)."""
 from __future__ import annotations
 
 from django import template
 
-from webapp.core.metrics import readable_metrics as _readable_metrics
+from webapp.site_pages.metrics import readable_metrics as _readable_metrics
 
 register = template.Library()
 

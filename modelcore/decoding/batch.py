@@ -260,7 +260,7 @@ class BatchDecoder:
         requests = self._requests
         stepper = self.stepper
         stepper.capture = any(r.params.capture_attention for r in requests)
-        logits = stepper.step(torch.tensor([t for r in requests for t in r.feed], device=self.device))  # (B, V)
+        logits = stepper.step([t for r in requests for t in r.feed])  # (B, V)
         logp, top_logp, top_ids, entropy = self._scores(logits, requests)
         events: list[Event] = []
         reporting = self.step_events

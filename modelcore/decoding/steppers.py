@@ -55,8 +55,8 @@ class Stepper(Protocol):
 
     def info(self, rows: range | list[int]) -> CacheInfo: ...
 
-    def step(self, tokens: Tensor) -> Tensor:
-        """tokens (B,) -> logits (B, V)."""
+    def step(self, tokens: Tensor | list[int]) -> Tensor:
+        """tokens (B,), a tensor or a list of ids -> logits (B, V)."""
         ...
 
 
@@ -165,11 +165,13 @@ class CachedStepper:
         """The compiled module when steps take the native step (BatchDecoder hands it the logits too), else None."""
         return self._native.module if self._native is not None else None
 
-    def step(self, tokens: Tensor) -> Tensor:
+    def step(self, tokens: Tensor | list[int]) -> Tensor:
         """tokens (B,) at each row's next position -> logits (B, V)."""
         w, cache = self.w, self.cache
         if self._native is not None:
             return self._native_step(self._native, tokens)
+        if isinstance(tokens, list):
+            tokens = torch.tensor(tokens, device=w.embedding.device)
         x = torch.embedding(w.embedding, tokens)  # (B, d_model)
         t = cache.uniform_length
         x = x + (w.positions[t] if t is not None else w.positions.index_select(0, cache.positions()))
@@ -191,7 +193,7 @@ class CachedStepper:
             self.attention = (torch.stack(self._self_rows), torch.stack(self._cross_rows))
         return torch.addmm(w.b_out, x, w.w_out)  # (B, V)
 
-    def _native_step(self, native: NativeWeights, tokens: Tensor) -> Tensor:
+    def _native_step(self, native: NativeWeights, tokens: Tensor | list[int]) -> Tensor:
         """The same step in one native call, attention weights kept when capturing."""
         logits, *attention = packed.step(native, self.w, self.cache, tokens, self.capture)
         self.cache.advance()
@@ -300,9 +302,9 @@ class RecomputeStepper:
         """Nothing is cached: the same keys and values are recomputed every step."""
         return CacheInfo(self._layers, 0, 0, 0)
 
-    def step(self, tokens: Tensor) -> Tensor:
+    def step(self, tokens: Tensor | list[int]) -> Tensor:
         assert self.memory is not None
-        for prefix, token in zip(self.prefixes, tokens.tolist(), strict=True):
+        for prefix, token in zip(self.prefixes, tokens if isinstance(tokens, list) else tokens.tolist(), strict=True):
             prefix.append(token)
         device = self.memory.device
         lengths = self.lengths

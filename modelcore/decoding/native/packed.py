@@ -54,11 +54,13 @@ def pack(module: ModuleType, w: DecoderWeights) -> NativeWeights:
     )
 
 
-def step(native: NativeWeights, w: DecoderWeights, cache: KVCache, tokens: Tensor, capture: bool) -> list[Tensor]:
+def step(
+    native: NativeWeights, w: DecoderWeights, cache: KVCache, tokens: Tensor | list[int], capture: bool
+) -> list[Tensor]:
     """One decoder step of every cached row: [logits (B, V)], then, when capturing, self (L, B, h, T) and cross
     (L, B, h, S) attention; writes this step's keys and values into the cache (the caller advances it)."""
     return native.module.decoder_step(
-        tokens=tokens.contiguous(),
+        tokens=tokens if isinstance(tokens, list) else tokens.tolist(),
         row_at=cache.lengths,
         embedding=w.embedding,
         positions=w.positions,

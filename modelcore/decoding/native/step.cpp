@@ -536,34 +536,46 @@ torch::Tensor pack_weight(const torch::Tensor& w) {
   return packed;
 }
 
-// x (M, K) @ W + b, W given packed (pack_weight); ReLU after it when asked.
-torch::Tensor project(const torch::Tensor& x, const torch::Tensor& packed, const torch::Tensor& b, bool relu = false) {
-  const int64_t M = x.size(0), K = x.size(1), N = b.size(0);
-  TORCH_CHECK(x.is_contiguous() && packed.dim() == 3 && packed.size(1) == K && packed.size(2) == kPanel &&
+// y (M, N) = x (M, K) @ W + b, rows contiguous, W given packed (pack_weight); ReLU after it when asked.
+void project_into(const float* x, int64_t M, int64_t K, const torch::Tensor& packed, const torch::Tensor& b, float* y,
+                  bool relu = false) {
+  const int64_t N = b.size(0);
+  TORCH_CHECK(packed.dim() == 3 && packed.size(1) == K && packed.size(2) == kPanel &&
                   packed.size(0) == (N + kPanel - 1) / kPanel && b.is_contiguous(),
               "projection: x (M, K), packed (ceil(N / 32), K, 32), b (N,)");
   TORCH_CHECK(packed.is_contiguous() && reinterpret_cast<uintptr_t>(packed.data_ptr<float>()) % 64 == 0,
               "projection: packed weights must be pack_weight's own tensor (contiguous, 64-byte aligned)");
-  torch::Tensor y = torch::empty({M, N}, x.options());
-  const float* xp = x.data_ptr<float>();
   const float* wp = packed.data_ptr<float>();
   const float* bp = b.data_ptr<float>();
-  float* yp = y.data_ptr<float>();
   const PanelsFn panels = kernels().panels;
   at::parallel_for(0, packed.size(0), 1, [&](int64_t begin, int64_t end) {
-    panels(xp, M, K, wp, bp, yp, N, relu, begin, end);
+    panels(x, M, K, wp, bp, y, N, relu, begin, end);
   });
+}
+
+// x (M, K) @ W + b as a new tensor (the module's `linear`).
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& packed, const torch::Tensor& b, bool relu = false) {
+  TORCH_CHECK(x.dim() == 2 && x.is_contiguous(), "projection: x (M, K), contiguous");
+  torch::Tensor y = torch::empty({x.size(0), b.size(0)}, x.options());
+  project_into(x.data_ptr<float>(), x.size(0), x.size(1), packed, b, y.data_ptr<float>(), relu);
   return y;
+}
+
+// A step's intermediate rows, kept by each calling thread from one step to the next, so that a step allocates
+// only the tensors it returns (issue 49: its 20-odd torch::empty calls took about 5 % of a batch-1 step).
+float* scratch(std::vector<float>& rows, int64_t floats) {
+  if (static_cast<int64_t>(rows.size()) < floats) rows.resize(floats);
+  return rows.data();
 }
 
 }  // namespace
 
-// tokens (B,), row r at position row_at[r] -> [logits (B, V)], plus, when capturing, this step's
+// tokens: B ids, row r at position row_at[r] -> [logits (B, V)], plus, when capturing, this step's
 // attention weights [self (L, B, H, T), cross (L, B, H, S)] (T = 1 + the largest position; zeros
 // past each row's own length). Writes this step's keys/values into self_k/self_v. Every weight
 // matrix (the layers' and w_out) comes packed by pack_weight().
 std::vector<torch::Tensor> decoder_step(
-    const torch::Tensor& tokens, const std::vector<int64_t>& row_at, const torch::Tensor& embedding,
+    const std::vector<int64_t>& tokens, const std::vector<int64_t>& row_at, const torch::Tensor& embedding,
     const torch::Tensor& positions,
     const std::vector<torch::Tensor>& weights, const std::vector<torch::Tensor>& norm_weights,
     const std::vector<torch::Tensor>& norm_biases, const std::vector<double>& norm_eps, int64_t norm_kind,
@@ -571,7 +583,7 @@ std::vector<torch::Tensor> decoder_step(
     const std::vector<torch::Tensor>& cross_k, const std::vector<torch::Tensor>& cross_v,
     const std::vector<int64_t>& src_lengths, const torch::Tensor& w_out, const torch::Tensor& b_out,
     int64_t n_heads, bool post, bool residual, bool capture) {
-  const int64_t B = tokens.size(0), D = embedding.size(1), H = n_heads, dk = D / H;
+  const int64_t B = static_cast<int64_t>(tokens.size()), D = embedding.size(1), H = n_heads, dk = D / H;
   const int64_t L = static_cast<int64_t>(self_k.size());
   TORCH_CHECK(static_cast<int64_t>(weights.size()) == L * kWeightsPerLayer, "weights: 12 per layer");
   TORCH_CHECK(static_cast<int64_t>(norm_weights.size()) >= L * kNormsPerLayer, "norms: 3 per layer");
@@ -581,7 +593,6 @@ std::vector<torch::Tensor> decoder_step(
                 norm_eps[i]};
   };
   TORCH_CHECK(L >= 1 && static_cast<int64_t>(row_at.size()) == B, "one position per row, one layer at least");
-  TORCH_CHECK(tokens.scalar_type() == torch::kLong && tokens.is_contiguous(), "tokens: contiguous int64");
   TORCH_CHECK(static_cast<int64_t>(cross_k.size()) == L && static_cast<int64_t>(cross_v.size()) == L &&
                   static_cast<int64_t>(self_v.size()) == L && static_cast<int64_t>(src_lengths.size()) == B,
               "caches: one per layer, a source length per row");
@@ -589,19 +600,25 @@ std::vector<torch::Tensor> decoder_step(
     TORCH_CHECK(self_k[l].size(0) >= B && self_v[l].size(0) >= B && cross_k[l].size(0) >= B && cross_v[l].size(0) >= B,
                 "caches hold fewer rows than the step feeds");
   for (int64_t r = 0; r < B; ++r) {
-    TORCH_CHECK(tokens.data_ptr<int64_t>()[r] >= 0 && tokens.data_ptr<int64_t>()[r] < embedding.size(0), "token id out of range");
+    TORCH_CHECK(tokens[r] >= 0 && tokens[r] < embedding.size(0), "token id out of range");
     TORCH_CHECK(src_lengths[r] >= 1 && src_lengths[r] <= cross_k[0].size(2), "source length out of range");
   }
-  const int64_t* ids = tokens.data_ptr<int64_t>();
-  torch::Tensor x = torch::empty({B, D}, embedding.options());
+  const int64_t F = weights[kFf1B].size(0);  // d_ff
+  thread_local std::vector<float> x_rows, h_rows, attn_rows, qkv_rows, q_rows, y_rows, hidden_rows;
+  float* x = scratch(x_rows, B * D);  // the residual stream
+  float* h = scratch(h_rows, B * D);  // a sublayer's input: x (Post-LN) or norm(x) (Pre-LN)
+  float* attn = scratch(attn_rows, B * D);
+  float* qkv = scratch(qkv_rows, B * 3 * D);
+  float* q = scratch(q_rows, B * D);
+  float* y = scratch(y_rows, B * D);
+  float* hidden = scratch(hidden_rows, B * F);
   std::vector<int64_t> self_lengths(B);
   {
     const float* e = embedding.data_ptr<float>();
-    float* xp = x.data_ptr<float>();
     for (int64_t r = 0; r < B; ++r) {
       TORCH_CHECK(row_at[r] >= 0 && row_at[r] < positions.size(0) && row_at[r] < self_k[0].size(2), "position out of range");
       const float* p = positions.data_ptr<float>() + row_at[r] * D;
-      for (int64_t i = 0; i < D; ++i) xp[r * D + i] = e[ids[r] * D + i] + p[i];
+      for (int64_t i = 0; i < D; ++i) x[r * D + i] = e[tokens[r] * D + i] + p[i];
       self_lengths[r] = row_at[r] + 1;
     }
   }
@@ -612,23 +629,19 @@ std::vector<torch::Tensor> decoder_step(
     self_weights = torch::empty({L, B, H, T}, embedding.options());
     cross_weights = torch::empty({L, B, H, S}, embedding.options());
   }
-  torch::Tensor attn = torch::empty({B, D}, x.options());
-  torch::Tensor h = torch::empty({B, D}, x.options());  // a sublayer's input: x (Post-LN) or norm(x) (Pre-LN)
 
   // x <- x + y (or y alone without residuals), then the Post-LN norm.
-  auto finish = [&](torch::Tensor& y, const Norm& n) {
-    float* xp = x.data_ptr<float>();
-    const float* yp = y.data_ptr<float>();
+  auto finish = [&](const Norm& n) {
     if (residual)
-      for (int64_t i = 0; i < B * D; ++i) xp[i] += yp[i];
+      for (int64_t i = 0; i < B * D; ++i) x[i] += y[i];
     else
-      std::copy(yp, yp + B * D, xp);
-    if (post) apply_norm(xp, B, D, n);
+      std::copy(y, y + B * D, x);
+    if (post) apply_norm(x, B, D, n);
   };
-  auto input = [&](const Norm& n) -> torch::Tensor& {  // what a sublayer reads
+  auto input = [&](const Norm& n) -> const float* {  // what a sublayer reads
     if (post) return x;
-    h.copy_(x);
-    apply_norm(h.data_ptr<float>(), B, D, n);
+    std::copy(x, x + B * D, h);
+    apply_norm(h, B, D, n);
     return h;
   };
 
@@ -636,35 +649,34 @@ std::vector<torch::Tensor> decoder_step(
     const torch::Tensor* w = weights.data() + l * kWeightsPerLayer;
     const Norm n1 = norm(3 * l), n2 = norm(3 * l + 1), n3 = norm(3 * l + 2);
     // masked self-attention over the cache
-    torch::Tensor qkv = project(input(n1), w[kQkvW], w[kQkvB]);  // (B, 3D): q | k | v, q pre-scaled
+    project_into(input(n1), B, D, w[kQkvW], w[kQkvB], qkv);  // (B, 3D): q | k | v, q pre-scaled
     const torch::Tensor &kc = self_k[l], &vc = self_v[l];
     float* kw = kc.data_ptr<float>();
     float* vw = vc.data_ptr<float>();
-    const float* qp = qkv.data_ptr<float>();
     for (int64_t r = 0; r < B; ++r)
       for (int64_t hh = 0; hh < H; ++hh) {
-        const float* kn = qp + r * 3 * D + D + hh * dk;
-        const float* vn = qp + r * 3 * D + 2 * D + hh * dk;
+        const float* kn = qkv + r * 3 * D + D + hh * dk;
+        const float* vn = qkv + r * 3 * D + 2 * D + hh * dk;
         std::copy(kn, kn + dk, kw + r * kc.stride(0) + hh * kc.stride(1) + row_at[r] * kc.stride(2));
         std::copy(vn, vn + dk, vw + r * vc.stride(0) + hh * vc.stride(1) + row_at[r] * vc.stride(2));
       }
-    attend(qp, 3 * D, kc, vc, self_lengths, B, H, dk, attn.data_ptr<float>(),
-           capture ? self_weights[l].data_ptr<float>() : nullptr, T);
-    torch::Tensor y = project(attn, w[kSelfOutW], w[kSelfOutB]);
-    finish(y, n1);
+    attend(qkv, 3 * D, kc, vc, self_lengths, B, H, dk, attn, capture ? self_weights[l].data_ptr<float>() : nullptr, T);
+    project_into(attn, B, D, w[kSelfOutW], w[kSelfOutB], y);
+    finish(n1);
     // cross-attention over the source
-    torch::Tensor q = project(input(n2), w[kCrossQW], w[kCrossQB]);  // (B, D), pre-scaled
-    attend(q.data_ptr<float>(), D, cross_k[l], cross_v[l], src_lengths, B, H, dk, attn.data_ptr<float>(),
+    project_into(input(n2), B, D, w[kCrossQW], w[kCrossQB], q);  // (B, D), pre-scaled
+    attend(q, D, cross_k[l], cross_v[l], src_lengths, B, H, dk, attn,
            capture ? cross_weights[l].data_ptr<float>() : nullptr, S);
-    y = project(attn, w[kCrossOutW], w[kCrossOutB]);
-    finish(y, n2);
+    project_into(attn, B, D, w[kCrossOutW], w[kCrossOutB], y);
+    finish(n2);
     // position-wise FFN
-    torch::Tensor hidden = project(input(n3), w[kFf1W], w[kFf1B], /*relu=*/true);
-    y = project(hidden, w[kFf2W], w[kFf2B]);
-    finish(y, n3);
+    project_into(input(n3), B, D, w[kFf1W], w[kFf1B], hidden, /*relu=*/true);
+    project_into(hidden, B, F, w[kFf2W], w[kFf2B], y);
+    finish(n3);
   }
-  if (!post) apply_norm(x.data_ptr<float>(), B, D, norm(3 * L));  // Pre-LN's final norm
-  torch::Tensor logits = project(x, w_out, b_out);
+  if (!post) apply_norm(x, B, D, norm(3 * L));  // Pre-LN's final norm
+  torch::Tensor logits = torch::empty({B, b_out.size(0)}, embedding.options());
+  project_into(x, B, D, w_out, b_out, logits.data_ptr<float>());
   if (capture) return {logits, self_weights, cross_weights};
   return {logits};
 }

@@ -11,7 +11,7 @@ from modelcore.tokenization import EOS_ID, SourceError
 from webapp.playground.attention import View
 from webapp.playground.worker import frames
 from webapp.playground.worker.frames import AttentionCopy
-from webapp.playground.worker.lanes import Job, Lane, Live
+from webapp.playground.worker.lanes import InFlight, Job, Lane
 from webapp.playground.worker.recompute import RecomputeTimes
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class Tick:
     out: list[Out] = field(default_factory=list)
     ended: list[Ended] = field(default_factory=list)
     extended: list[tuple[int, str, float]] = field(default_factory=list)  # (user, request, slot expiry)
-    live: list[str] = field(default_factory=list)  # request ids to read cancel flags for
+    in_flight: list[str] = field(default_factory=list)  # request ids to read cancel flags for
     stepping: list[str] = field(default_factory=list)  # step-mode ids to read step credits for
     wake_in: float | None = None  # seconds until the next turn is needed (None: when a job comes)
 
@@ -59,12 +59,12 @@ Admission = tuple[Job, LoadedModel | Exception]
 
 
 class Batcher:
-    """Every live request of this worker process, in lanes: one shared lane per model, private ones."""
+    """Every request in flight in this worker process, in lanes: one shared lane per model, private ones."""
 
     def __init__(self) -> None:
         self.shared: dict[tuple[str, str], Lane] = {}
         self.private: list[Lane] = []
-        self.live: dict[str, Live] = {}
+        self.in_flight: dict[str, InFlight] = {}
         self._oversized: list[str] = []  # requests whose frame would not fit a WebSocket message (this turn)
         self.recompute = RecomputeTimes()  # the cache comparison's uncached step times, measured once each
 
@@ -80,17 +80,17 @@ class Batcher:
         self._admit_all(jobs, wall, tick)
         self._end_oversized(tick)
         for request_id, view in (views or {}).items():
-            if request_id in self.live:
-                self._change_view(self.live[request_id], view, tick)
-        for request_id in cancels & set(self.live):
+            if request_id in self.in_flight:
+                self._change_view(self.in_flight[request_id], view, tick)
+        for request_id in cancels & set(self.in_flight):
             self._stop(request_id, "cancelled", tick)
         for request_id, count in credits.items():
-            live = self.live.get(request_id)
-            if live is not None and count:
-                live.credits += count
-                live.deadline = wall + live.job.max_seconds
-                tick.extended.append((live.job.user_id, request_id, live.deadline + 5))
-        for request_id in [rid for rid, live in self.live.items() if wall > live.deadline]:
+            flight = self.in_flight.get(request_id)
+            if flight is not None and count:
+                flight.credits += count
+                flight.deadline = wall + flight.job.max_seconds
+                tick.extended.append((flight.job.user_id, request_id, flight.deadline + 5))
+        for request_id in [rid for rid, flight in self.in_flight.items() if wall > flight.deadline]:
             self._stop(request_id, "time_limit", tick)
         for lane in [*self.shared.values(), *self.private]:
             if lane.due(mono):
@@ -103,8 +103,8 @@ class Batcher:
     def stop_all(self, code: str, message: str) -> Tick:
         """End every request with an error frame (the worker is going away)."""
         tick = Tick()
-        for request_id, live in list(self.live.items()):
-            self._error(live.job, code, message, tick)
+        for request_id, flight in list(self.in_flight.items()):
+            self._error(flight.job, code, message, tick)
             self._forget(request_id, tick, "error", 0)
         self.shared.clear()
         self.private.clear()
@@ -157,16 +157,16 @@ class Batcher:
 
     def _started(self, lane: Lane, prepared: _Prepared, start: StartEvent, wall: float, tick: Tick) -> None:
         job = prepared.job
-        live = Live(job=job, lane=lane, deadline=job.submitted_at + job.max_seconds, admitted_at=wall)
-        lane.live[job.request_id] = live
-        self.live[job.request_id] = live
+        flight = InFlight(job=job, lane=lane, deadline=job.submitted_at + job.max_seconds, admitted_at=wall)
+        lane.in_flight[job.request_id] = flight
+        self.in_flight[job.request_id] = flight
         try:
             if job.compare_cache:
                 params = prepared.params
-                live.compare = (prepared.src_ids, params.beam_size if params.strategy == "beam" else 1)
+                flight.compare = (prepared.src_ids, params.beam_size if params.strategy == "beam" else 1)
             if prepared.params.capture_attention:
-                live.attention = AttentionCopy(job.view, prepared.loaded)
-            self._emit(job, self._start_frame(start, job, prepared.loaded, live.attention), tick)
+                flight.attention = AttentionCopy(job.view, prepared.loaded)
+            self._emit(job, self._start_frame(start, job, prepared.loaded, flight.attention), tick)
         except Exception:
             log.exception("could not start %s", job.request_id)
             self._discard(job.request_id)
@@ -191,107 +191,110 @@ class Batcher:
         options = {"tag": job.tag, "step_mode": job.step_mode, "pace_ms": job.pace_ms}
         return frames.start_frame(start, model_name=job.model_name, loaded=loaded, options=options, copy=copy)
 
-    def _change_view(self, live: Live, view: View, tick: Tick) -> None:
+    def _change_view(self, flight: InFlight, view: View, tick: Tick) -> None:
         """Later frames carry this view; the `attention` frame sent now holds every step so far in it."""
-        if live.attention is None:  # the request has no attention: an empty answer, never silence
-            frame = {"type": "attention", "request_id": live.job.request_id, "view": view.to_dict(), "steps": []}
+        if flight.attention is None:  # the request has no attention: an empty answer, never silence
+            frame = {"type": "attention", "request_id": flight.job.request_id, "view": view.to_dict(),
+                     "steps": []}
         else:
-            frame = live.attention.change(view, live.job.request_id)
-        self._emit(live.job, frame, tick, kept=False)
+            frame = flight.attention.change(view, flight.job.request_id)
+        self._emit(flight.job, frame, tick, kept=False)
 
     # -- stepping ----------------------------------------------------------------------------------
 
     def _step(self, lane: Lane, mono: float, tick: Tick) -> None:
-        for live in lane.live.values():  # looked up (or measured once) before the step, outside its timing
-            live.pending_recompute_ms = (
-                None if live.compare is None
-                else self.recompute.step_ms(lane.loaded, *live.compare, live.steps_done)
+        # Looked up (or measured once) before the step, outside its timing.
+        for flight in lane.in_flight.values():
+            flight.pending_recompute_ms = (
+                None if flight.compare is None
+                else self.recompute.step_ms(lane.loaded, *flight.compare, flight.steps_done)
             )
         try:
             events, step_ms, rows, failed = lane.step(mono)
         except Exception:  # the batched step itself failed: its state is unknown, so the lane starts over
             log.exception("decoding step failed on %s; the lane starts over", lane.loaded.path)
-            for live in lane.rebuild():
-                self._error(live.job, "internal", "the decoder failed on this step; try again", tick)
-                self._forget(live.job.request_id, tick, "error", 0)
+            for flight in lane.rebuild():
+                self._error(flight.job, "internal", "the decoder failed on this step; try again", tick)
+                self._forget(flight.job.request_id, tick, "error", 0)
             return
         for request_id, error in failed.items():  # only these requests end; the others' step went through
             log.error("request %s failed on %s: %r", request_id, lane.loaded.path, error)
-            live = self.live.get(request_id)
-            if live is not None:
-                self._error(live.job, "internal", "the decoder failed on this request; try again", tick)
+            flight = self.in_flight.get(request_id)
+            if flight is not None:
+                self._error(flight.job, "internal", "the decoder failed on this request; try again", tick)
                 self._forget(request_id, tick, "error", 0)
         for event in events:
-            live = self.live.get(_request_id(event))
-            if live is None:
+            flight = self.in_flight.get(_request_id(event))
+            if flight is None:
                 continue
-            self._on_event(live, event, step_ms, rows, tick)
+            self._on_event(flight, event, step_ms, rows, tick)
 
-    def _on_event(self, live: Live, event: Event, step_ms: float, rows: int, tick: Tick) -> None:
+    def _on_event(self, flight: InFlight, event: Event, step_ms: float, rows: int, tick: Tick) -> None:
         if isinstance(event, TokenEvent | BeamsEvent):
-            if live.first_token_ms is None:
-                live.first_token_ms = round((time.time() - live.job.submitted_at) * 1000, 3)
-            live.steps_done += 1
-            frame = frames.step_frame(event, step_ms=step_ms, batch_rows=rows, recompute_ms=live.pending_recompute_ms,
-                                      copy=live.attention)
+            if flight.first_token_ms is None:
+                flight.first_token_ms = round((time.time() - flight.job.submitted_at) * 1000, 3)
+            flight.steps_done += 1
+            frame = frames.step_frame(event, step_ms=step_ms, batch_rows=rows,
+                                      recompute_ms=flight.pending_recompute_ms, copy=flight.attention)
             if isinstance(event, TokenEvent):  # the output so far, joined as the target tokenizer joins it
-                tokenizer = live.lane.loaded.tgt_tokenizer
+                tokenizer = flight.lane.loaded.tgt_tokenizer
                 if event.id != EOS_ID:
-                    live.tokens.append(tokenizer.id_to_token(event.id))
-                frame["text"] = tokenizer.join(live.tokens)
-            self._emit(live.job, frame, tick)
+                    flight.tokens.append(tokenizer.id_to_token(event.id))
+                frame["text"] = tokenizer.join(flight.tokens)
+            self._emit(flight.job, frame, tick)
         elif isinstance(event, DoneEvent):
-            self._finish(live, event, None, tick)
+            self._finish(flight, event, None, tick)
 
     def _stop(self, request_id: str, reason: str, tick: Tick) -> None:
-        live = self.live[request_id]
-        done = live.lane.decoder.cancel(request_id)
-        self._finish(live, done, reason, tick)
+        flight = self.in_flight[request_id]
+        done = flight.lane.decoder.cancel(request_id)
+        self._finish(flight, done, reason, tick)
 
-    def _finish(self, live: Live, done: DoneEvent, reason: str | None, tick: Tick) -> None:
-        queue_ms = (live.admitted_at - live.job.submitted_at) * 1000
-        frame = frames.done_frame(done, reason=reason, queue_ms=queue_ms, first_token_ms=live.first_token_ms)
-        self._emit(live.job, frame, tick, final=True)
-        self._forget(live.job.request_id, tick, frame["reason"], done.steps)
+    def _finish(self, flight: InFlight, done: DoneEvent, reason: str | None, tick: Tick) -> None:
+        queue_ms = (flight.admitted_at - flight.job.submitted_at) * 1000
+        frame = frames.done_frame(done, reason=reason, queue_ms=queue_ms,
+                                  first_token_ms=flight.first_token_ms)
+        self._emit(flight.job, frame, tick, final=True)
+        self._forget(flight.job.request_id, tick, frame["reason"], done.steps)
 
     def _forget(self, request_id: str, tick: Tick, reason: str, steps: int) -> None:
-        live = self.live.pop(request_id)
-        live.lane.live.pop(request_id, None)
-        tick.ended.append(Ended(live.job.user_id, request_id, reason, steps, live.attention))
+        flight = self.in_flight.pop(request_id)
+        flight.lane.in_flight.pop(request_id, None)
+        tick.ended.append(Ended(flight.job.user_id, request_id, reason, steps, flight.attention))
 
     def _end_oversized(self, tick: Tick) -> None:
         """A request one of whose frames would not fit a WebSocket message was told so (_emit): it stops here."""
         for request_id in self._oversized:
-            live = self.live.get(request_id)
-            if live is not None:
-                if request_id in live.lane.decoder.active:
-                    live.lane.decoder.cancel(request_id)
+            flight = self.in_flight.get(request_id)
+            if flight is not None:
+                if request_id in flight.lane.decoder.active:
+                    flight.lane.decoder.cancel(request_id)
                 self._forget(request_id, tick, "error", 0)
         self._oversized.clear()
 
     def _discard(self, request_id: str) -> None:
         """Drop a request that failed half-way in, wherever it got to."""
-        live = self.live.pop(request_id, None)
-        if live is not None:
-            live.lane.live.pop(request_id, None)
-            if request_id in live.lane.decoder.active:
-                live.lane.decoder.cancel(request_id)
+        flight = self.in_flight.pop(request_id, None)
+        if flight is not None:
+            flight.lane.in_flight.pop(request_id, None)
+            if request_id in flight.lane.decoder.active:
+                flight.lane.decoder.cancel(request_id)
 
     def _drop_empty_lanes(self, mono: float) -> None:
         """Private lanes go with their request; a shared one (and its KV cache) after a while unused."""
-        self.private = [lane for lane in self.private if lane.live]
+        self.private = [lane for lane in self.private if lane.in_flight]
         for key, lane in list(self.shared.items()):
-            if lane.live:
+            if lane.in_flight:
                 lane.idle_since = mono
             elif mono - lane.idle_since > SHARED_LANE_IDLE_S:
                 del self.shared[key]
 
     def _watch(self, mono: float, tick: Tick) -> None:
-        tick.live = list(self.live)
-        tick.stepping = [rid for rid, live in self.live.items() if live.job.step_mode]
-        if not self.live:
+        tick.in_flight = list(self.in_flight)
+        tick.stepping = [rid for rid, flight in self.in_flight.items() if flight.job.step_mode]
+        if not self.in_flight:
             tick.wake_in = None
-        elif any(lane.live for lane in self.shared.values()):
+        elif any(lane.in_flight for lane in self.shared.values()):
             tick.wake_in = 0.0
         else:
             waits = [w for lane in self.private if (w := lane.wait_s(mono)) is not None]

@@ -69,7 +69,7 @@ class Job:
 
 
 @dataclass
-class Live:
+class InFlight:
     """A request that has started and not yet ended."""
 
     job: Job
@@ -104,7 +104,7 @@ class Lane:
         self.pace_s = pace_s
         self.step_mode = step_mode
         self.next_due = 0.0  # time.monotonic() of a paced lane's next step
-        self.live: dict[str, Live] = {}
+        self.in_flight: dict[str, InFlight] = {}
         self.idle_since = time.monotonic()  # when its last request left (shared lanes wait a while)
         self.decoder = self._new_decoder()
 
@@ -115,23 +115,23 @@ class Lane:
                 decoder.stepper.reserve(SHARED_LANE_ROWS, self.loaded.config.max_len)
         return decoder
 
-    def rebuild(self) -> list[Live]:
+    def rebuild(self) -> list[InFlight]:
         """Start over with an empty decoder (after a step failed half-way); returns the requests it dropped."""
-        dropped = list(self.live.values())
-        self.live.clear()
+        dropped = list(self.in_flight.values())
+        self.in_flight.clear()
         self.decoder = self._new_decoder()
         return dropped
 
     def due(self, now: float) -> bool:
-        if not self.live:
+        if not self.in_flight:
             return False
         if self.step_mode:
-            return any(live.credits > 0 for live in self.live.values())
+            return any(flight.credits > 0 for flight in self.in_flight.values())
         return now >= self.next_due
 
     def wait_s(self, now: float) -> float | None:
         """Seconds until this lane can step on its own (None: only a `step` frame can make it)."""
-        if not self.live or self.step_mode:
+        if not self.in_flight or self.step_mode:
             return None
         return max(0.0, self.next_due - now)
 
@@ -149,8 +149,8 @@ class Lane:
         except StepFailed as step_failed:
             events, failed = step_failed.events, step_failed.failed
         step_ms = (time.perf_counter() - started) * 1000
-        for live in self.live.values():
-            live.credits = max(0, live.credits - 1) if self.step_mode else live.credits
+        for flight in self.in_flight.values():
+            flight.credits = max(0, flight.credits - 1) if self.step_mode else flight.credits
         if self.pace_s:
             self.next_due = now + self.pace_s
         return events, step_ms, rows, failed

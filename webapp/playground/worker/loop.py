@@ -175,19 +175,20 @@ class DecodeLoop:
         return jobs
 
     async def _read_control(self, client: aioredis.Redis, tick: Tick) -> Control:
-        """Cancel flags of every live request and step credits of step-mode ones, in one round trip."""
-        if not tick.live:
+        """Cancel flags of every request in flight and step credits of step-mode ones, in one round trip."""
+        if not tick.in_flight:
             return set(), {}, set(), {}
         pipe = client.pipeline(transaction=False)
-        pipe.mget([keys.cancel_key(rid) for rid in tick.live])
-        pipe.mget([keys.resync_key(rid) for rid in tick.live])
-        pipe.mget([keys.view_key(rid) for rid in tick.live])
+        pipe.mget([keys.cancel_key(rid) for rid in tick.in_flight])
+        pipe.mget([keys.resync_key(rid) for rid in tick.in_flight])
+        pipe.mget([keys.view_key(rid) for rid in tick.in_flight])
         for rid in tick.stepping:
             pipe.lpop(keys.step_key(rid), MAX_CREDITS_READ)
         flags, asked, viewed, *popped = await pipe.execute()
-        cancels = {rid for rid, flag in zip(tick.live, flags, strict=True) if flag is not None}
-        resyncs = {rid for rid, flag in zip(tick.live, asked, strict=True) if flag is not None}
-        views = {rid: View.from_dict(json.loads(raw)) for rid, raw in zip(tick.live, viewed, strict=True) if raw}
+        cancels = {rid for rid, flag in zip(tick.in_flight, flags, strict=True) if flag is not None}
+        resyncs = {rid for rid, flag in zip(tick.in_flight, asked, strict=True) if flag is not None}
+        views = {rid: View.from_dict(json.loads(raw))
+                 for rid, raw in zip(tick.in_flight, viewed, strict=True) if raw}
         if resyncs or views:
             await client.delete(*(keys.resync_key(rid) for rid in resyncs), *(keys.view_key(rid) for rid in views))
         credits = {rid: len(items) for rid, items in zip(tick.stepping, popped, strict=True) if items}

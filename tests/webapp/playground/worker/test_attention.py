@@ -26,7 +26,7 @@ def outs(tick, request_id=None):
 def run(batcher, **control):
     out = []
     for _ in range(100):
-        if not batcher.live:
+        if not batcher.in_flight:
             break
         out += outs(batcher.tick(jobs=[], cancels=set(), credits={}, **control))
     return out
@@ -133,7 +133,7 @@ def test_a_frame_that_would_not_fit_a_message_ends_its_request_with_an_error(loa
     tick = batcher.tick(jobs=[(worker_job("big", ATTENTION), loaded)], cancels=set(), credits={})
     (error,) = outs(tick)
     assert (error["type"], error["code"], error["request_id"]) == ("error", "frame_too_large", "big")
-    assert "200" in error["message"] and not batcher.live
+    assert "200" in error["message"] and not batcher.in_flight
     assert [e.reason for e in tick.ended] == ["error"]
 
 
@@ -151,7 +151,7 @@ def test_the_largest_request_allowed_streams_frames_well_under_the_message_limit
                      model={"name": "zh-en-post", "path": str(loaded.path), "hash": ""})
     batcher = Batcher()
     sent = list(batcher.tick(jobs=[(job, loaded)], cancels=set(), credits={}).out)
-    while batcher.live:
+    while batcher.in_flight:
         switch = {"big": View(layer=0, head=1)} if len(sent) == 120 else None
         sent += batcher.tick(jobs=[], cancels=set(), credits={}, views=switch).out
     kinds = [json.loads(out.text)["type"] for out in sent]

@@ -22,7 +22,7 @@ def frames(tick: Tick, request_id: str | None = None) -> list[dict]:
 def run(batcher: Batcher, turns: int = 200, **control) -> list[dict]:
     out: list[dict] = []
     for _ in range(turns):
-        if not batcher.live:
+        if not batcher.in_flight:
             break
         out += frames(batcher.tick(jobs=[], cancels=set(), credits={}, **control))
     return out
@@ -82,7 +82,7 @@ def test_cancel_and_the_time_limit_end_a_request_with_its_reason(loaded):
     late = time.time() + 61
     timed_out = frames(batcher.tick(jobs=[], cancels=set(), credits={}, now=late), "t")
     assert [(f["type"], f.get("reason")) for f in timed_out] == [("done", "time_limit")]
-    assert not batcher.live and tick.live == ["c", "t"]
+    assert not batcher.in_flight and tick.in_flight == ["c", "t"]
 
 
 def test_the_token_cap_holds_whatever_the_request_asked(loaded):
@@ -151,7 +151,7 @@ def test_a_request_the_model_cannot_take_gets_an_error_frame(loaded, changes, co
     tick = batcher.tick(jobs=[(job("e", **changes), loaded)], cancels=set(), credits={})
     (error,) = frames(tick)
     assert (error["type"], error["code"], error["request_id"]) == ("error", code, "e")
-    assert [e.reason for e in tick.ended] == ["error"] and not batcher.live
+    assert [e.reason for e in tick.ended] == ["error"] and not batcher.in_flight
 
 
 def test_a_model_that_would_not_load_is_reported_to_its_client(loaded):
@@ -173,7 +173,7 @@ def test_a_shared_lane_keeps_its_cache_for_the_next_class_and_goes_when_unused_l
     assert cache.capacity_rows >= SHARED_LANE_ROWS  # room for a class, allocated before the first step
     buffers = [k.data_ptr() for k in cache.self_k]
     run(batcher)
-    assert not batcher.live and list(batcher.shared.values()) == [lane]  # finished, the lane stays
+    assert not batcher.in_flight and list(batcher.shared.values()) == [lane]  # finished, the lane stays
     second = [(job(f"c{i}"), loaded) for i in range(SHARED_LANE_ROWS)]
     out = frames(batcher.tick(jobs=second, cancels=set(), credits={})) + run(batcher)
     assert sum(f["type"] == "done" for f in out) == SHARED_LANE_ROWS

@@ -24,10 +24,10 @@ def job(request_id: str, params: dict, **changes) -> Job:
 
 
 def last_frames(batcher: Batcher, first: Tick, turns: int = 100) -> dict[str, dict]:
-    """Run the batch until nothing is live; the final frame of each request."""
+    """Run the batch until nothing is in flight; the final frame of each request."""
     out = list(first.out)
     for _ in range(turns):
-        if not batcher.live:
+        if not batcher.in_flight:
             break
         out += batcher.tick(jobs=[], cancels=set(), credits={}).out
     return {o.request_id: json.loads(o.text) for o in out if o.final}

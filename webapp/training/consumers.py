@@ -7,7 +7,7 @@ from channels.db import database_sync_to_async
 
 from webapp.accounts.roles import Role
 from webapp.realtime.sockets import GroupSocket
-from webapp.training.live import job_group
+from webapp.training.feed import job_group
 from webapp.training.models import TrainingJob
 from webapp.training.services import job_cancel, job_snapshot
 

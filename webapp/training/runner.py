@@ -14,8 +14,8 @@ from modelcore.checkpoint import remove_train_state, train_state_step
 from modelcore.training import train
 from webapp.registry.services import model_register_folder
 from webapp.training.dispatch import job_dispatch
+from webapp.training.feed import job_announce
 from webapp.training.lease import Claim, lease_owner_name, lease_release, lease_take
-from webapp.training.live import job_announce
 from webapp.training.models import TrainingJob, log_line
 from webapp.training.session import LeaseLost, RunCancelled, RunSession
 from webapp.training.spec import job_model_name, job_model_title, job_task, job_train_config

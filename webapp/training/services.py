@@ -15,7 +15,7 @@ from modelcore.folder import CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE, WEIGHTS_
 from webapp.registry.models import TrainedModel
 from webapp.registry.services import model_register_folder
 from webapp.training.dispatch import job_dispatch
-from webapp.training.live import job_announce
+from webapp.training.feed import job_announce
 from webapp.training.models import Dataset, TrainingJob, log_line
 from webapp.training.spec import job_model_name, job_model_title
 

@@ -15,8 +15,8 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from modelcore.training import StepInfo
+from webapp.training.feed import JobFeed, owner_payload
 from webapp.training.lease import lease_renew
-from webapp.training.live import JobFeed, owner_payload
 from webapp.training.models import TrainingJob
 
 logger = logging.getLogger(__name__)

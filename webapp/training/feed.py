@@ -1,4 +1,4 @@
-"""A training job's live frames: to its watchers (`training-<id>`) and to its owner's tabs (the nav badge).
+"""A training job's socket frames: to its watchers (`training-<id>`) and to its owner's tabs (the nav badge).
 
 Both go through webapp.realtime.feed: a run's step frames at most 10 a second (the newest held back
 is sent on the next flush), status and log frames at once, all from one thread and event loop.

@@ -82,10 +82,10 @@ async def run_start(socket: Follower, session: LiveSession, frame: dict[str, Any
     await run_cancel(session, socket.user_id)
     job = stream.new_job(user_id=socket.user_id, reply_channel=f"classroom.{socket.code}", request=request,
                          model=model, relay=relay_target(socket.code))
-    state = {"source": request.source, "params": {**request.params, "step_mode": request.step_mode,
-                                                  "pace_ms": request.pace_ms},
-             "request_id": job["request_id"], "running": True, "tokens": [], "driver": socket.user_id}
-    await _db(_run_begin)(session, model_name, state, job["request_id"])
+    changes = {"source": request.source, "params": {**request.params, "step_mode": request.step_mode,
+                                                    "pace_ms": request.pace_ms},
+               "request_id": job["request_id"], "running": True, "tokens": [], "driver": socket.user_id}
+    await _db(_run_begin)(session, model_name, changes, job["request_id"])
     refusal = await stream.job_send(job)
     if refusal is not None:
         await _db(services.session_state_update)(session=session, running=False)
@@ -95,15 +95,15 @@ async def run_start(socket: Follower, session: LiveSession, frame: dict[str, Any
                                 "params": {"strategy": request.params.get("strategy", "greedy")}})
 
 
-def _run_begin(session: LiveSession, model_name: str, state: dict[str, Any], request_id: str) -> None:
-    """In a thread: the session's state says the run is on, and its transcript is opened (a run left unkept before it,
-    kept now from its worker's copy when there is one)."""
+def _run_begin(session: LiveSession, model_name: str, changes: dict[str, Any], request_id: str) -> None:
+    """In a thread: the session's state takes these changes (the run is on), and its transcript is opened (a run left
+    unkept before it, kept now from its worker's copy when there is one)."""
     runs_keep_unkept(session)
     if model_name != session.model_name:
         session.model_name = model_name
         session.save(update_fields=["model_name"])
-    services.session_state_update(session=session, **state)
-    transcript_open(session=session, request_id=request_id, source=state["source"], params=state["params"])
+    services.session_state_update(session=session, **changes)
+    transcript_open(session=session, request_id=request_id, source=changes["source"], params=changes["params"])
 
 
 def transcript_open(*, session: LiveSession, request_id: str, source: str, params: dict[str, Any]) -> Transcript:

@@ -3,16 +3,19 @@
 Each seed keeps what its lone run has: its own initial weights (the very EncoderDecoder that `build_probe` makes
 from that seed), its own task data and batch order (its BatchStream), and its own Adam moments (Adam is elementwise,
 so one Adam over the stacked tensors is S Adams). The forward pass is the model's own arithmetic written over a
-seed dimension: each linear layer one batched matmul (torch.baddbmm) over the S weight matrices, attention
-F.scaled_dot_product_attention over seeds x batch (called directly: under torch.func.vmap it has no batching rule
-on the CPU and loops), LayerNorm and the loss seed by seed. Seeds with similar batch lengths go in groups (from 8
-seeds), each group padded to its longest batch: padded keys are masked and padded targets not counted.
+seed dimension: each linear layer one batched matmul (torch.baddbmm) over the S weight matrices (on a CPU without
+AVX-512, one product per seed on its own rows: SEED_BY_SEED_PRODUCTS); attention (F.scaled_dot_product_attention),
+LayerNorm and the loss seed by seed. Seeds with similar batch lengths go in groups (from 8 seeds), each group padded
+to its longest batch: padded targets are not counted, and each seed attends over its own rows and lengths only.
 
-The seeds' numbers are their lone runs' to the last bit on this CPU (tests/modelcore/experiments/test_sweep.py,
-bench/sweep.py): every operation is the one the lone model runs, in its order, and the sums over a batch's rows
-(each linear layer's weight and bias gradients, LayerNorm's, the loss) are taken over the seed's own rows only.
-Padding adds exact zeros, but a matrix product over more rows groups its sum differently; training amplifies such
-last-bit differences until, by step 300, curves that started equal no longer are.
+The seeds' numbers are their lone runs' to the last bit (tests/modelcore/experiments/test_sweep.py, bench/sweep.py),
+with torch's and MKL's AVX2 or AVX-512 kernels, on MKL's path for Intel CPUs and on its path for the others (AMD's):
+every operation is the one the lone model runs, in its order, and the sums over a batch's rows (each linear layer's
+weight and bias gradients, LayerNorm's, the loss) are taken over the seed's own rows only. Padding adds exact zeros,
+but a matrix product over more rows groups its sums otherwise or rounds a row otherwise: attention over a padded
+batch (the products inside its kernel run over the padded queries and keys) on MKL's path for a CPU that is not
+Intel's, a linear layer over padded rows with MKL's AVX2 kernels. Training amplifies such last-bit differences until,
+by step 300, curves that started equal no longer are.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ from modelcore.training.batching import Batch, BatchStream, Example, collate, en
 
 MAX_SEEDS = 64
 GROUP = 4  # seeds per group of similar batch lengths (StackedModel.seed_losses); 0: one group
+# Each seed's linear layers on its own rows only, one product per seed (_SeedLinear), where one batched product over
+# the padded rows rounds otherwise: MKL's AVX2 kernels give a row other last bits when a product has more rows
+# (AVX-512's do not). It costs a stacked step about a fifth (the lesson's small model), so AVX-512 keeps one.
+SEED_BY_SEED_PRODUCTS = torch.backends.cpu.get_cpu_capability() != "AVX512"
 Progress = Callable[[dict[str, Any]], None]
 
 
@@ -141,18 +148,28 @@ class StackedModel:
     def _final_norm(self, prefix: str, x: Tensor) -> Tensor:
         return self._norm(prefix, x) if self.config.norm_position == "pre" else x
 
-    def _heads(self, t: Tensor, B: int, length: int) -> Tensor:
+    def _heads(self, t: Tensor, B: int, length: int) -> tuple[Tensor, ...]:
         S, _, d = t.shape
         h = self.config.n_heads
-        return t.view(S * B, length, h, d // h).transpose(1, 2)  # (SB, h, L, dk)
+        return t.view(S, B, length, h, d // h).transpose(2, 3).unbind(0)  # S x (B, h, L, dk)
 
     def _attend(self, prefix: str, q: Tensor, k: Tensor, v: Tensor, rows: _Rows, key_rows: _Rows,
                 mask: Tensor) -> Tensor:
+        """Seed by seed, on the seed's own rows, query and key lengths, as its lone run calls it: over padded
+        queries or keys (exact zeros) the kernel's products group their sums otherwise on some BLAS paths (MKL on
+        an AMD CPU), and training amplifies the last bits. The padded positions' output is 0."""
         S, _, d = q.shape
-        B = rows.B
-        out = F.scaled_dot_product_attention(self._heads(q, B, rows.L), self._heads(k, B, key_rows.L),
-                                             self._heads(v, B, key_rows.L), attn_mask=mask)  # (SB, h, Tq, dk)
-        return self._linear(prefix + "out_proj.", out.transpose(1, 2).reshape(S, B * rows.L, d), rows)
+        B, Lq = rows.B, rows.L
+        qs, ks, vs = self._heads(q, B, Lq), self._heads(k, B, key_rows.L), self._heads(v, B, key_rows.L)
+        masks = mask.view(S, B, *mask.shape[1:]).unbind(0)
+        outs = []
+        for s in range(S):
+            n, tq = rows.sizes[s]
+            tk = key_rows.sizes[s][1]
+            out = F.scaled_dot_product_attention(qs[s][:n, :, :tq], ks[s][:n, :, :tk], vs[s][:n, :, :tk],
+                                                 attn_mask=masks[s][:n, :, :tq, :tk])  # (n, h, tq, dk)
+            outs.append(F.pad(out.transpose(1, 2), (0, 0, 0, 0, 0, Lq - tq, 0, B - n)))  # (B, Lq, h, dk)
+        return self._linear(prefix + "out_proj.", torch.stack(outs).view(S, B * Lq, d), rows)
 
     def _self_attention(self, prefix: str, x: Tensor, rows: _Rows, mask: Tensor) -> Tensor:
         q, k, v = (self._linear(prefix + f"{p}_proj.", x, rows) for p in "qkv")
@@ -243,29 +260,55 @@ class _Rows:
         n, length = self.sizes[s]
         return t[s].view(self.B, self.L, -1)[:n, :length].reshape(n * length, -1)
 
+    def each(self, own: Sequence[Tensor], width: int,
+             product: Callable[[int, Tensor, Tensor | None], Tensor]) -> Tensor:
+        """(S, B*L, width) whose seed s's own rows are product(s, own[s], out) and padded rows 0.
+
+        own[s]: seed s's own rows (real()); out: None, or, for a seed with no padding, its rows of the result, where
+        product writes them."""
+        result = own[0].new_empty(len(own), self.B * self.L, width)
+        for s, (n, length) in enumerate(self.sizes):
+            if (n, length) == (self.B, self.L):
+                product(s, own[s], result[s])
+                continue
+            seed = result[s].view(self.B, self.L, width)
+            seed[n:] = 0
+            seed[:n, length:] = 0
+            seed[:n, :length] = product(s, own[s], None).view(n, length, width)
+        return result
+
 
 class _SeedLinear(torch.autograd.Function):
-    """A stacked linear layer whose weight and bias gradients are each seed's sum over its own rows only.
+    """A stacked linear layer whose weight and bias gradients are each seed's sums over its own rows only, by the
+    lone run's own calls; with SEED_BY_SEED_PRODUCTS, the output and the input's gradient too (the padded rows' are
+    then 0), else one batched product each, row by row.
 
-    The padded rows add exact zeros, yet a matrix product over more rows groups the sum differently: the last
-    bits differ, and training amplifies them. The forward pass and the input's gradient are row by row (exact)."""
+    The padded rows add exact zeros, yet a sum over more rows groups otherwise, and a product over more rows can
+    round a row otherwise: the last bits differ, and training amplifies them."""
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor, rows: _Rows) -> Tensor:
-        ctx.save_for_backward(x, weight)
-        ctx.rows = rows
-        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+        own = [rows.real(x, s) for s in range(x.size(0))]  # kept for the weight's gradient
+        ctx.save_for_backward(weight)
+        ctx.rows, ctx.own = rows, own
+        if not SEED_BY_SEED_PRODUCTS:
+            return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+        return rows.each(own, weight.size(1), lambda s, xs, out: torch.addmm(bias[s], xs, weight[s].t(), out=out))
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        x, weight = ctx.saved_tensors
+        (weight,) = ctx.saved_tensors
         rows: _Rows = ctx.rows
-        grad_x = torch.bmm(grad, weight) if ctx.needs_input_grad[0] else None
+        own = [rows.real(grad, s) for s in range(grad.size(0))]
+        grad_x = None
+        if ctx.needs_input_grad[0] and SEED_BY_SEED_PRODUCTS:  # as addmm's backward computes it (weight.t().t())
+            grad_x = rows.each(own, weight.size(2), lambda s, gs, out: torch.mm(gs, weight[s], out=out))
+        elif ctx.needs_input_grad[0]:
+            grad_x = torch.bmm(grad, weight)
         grad_weight = torch.empty_like(weight)
         grad_bias = torch.empty(weight.shape[:2], dtype=weight.dtype)
-        for s in range(weight.size(0)):
-            xs, gs = rows.real(x, s), rows.real(grad, s)
-            grad_weight[s] = torch.mm(xs.t(), gs).t()  # as addmm's backward computes it for the lone run
+        for s, (xs, gs) in enumerate(zip(ctx.own, own, strict=True)):
+            grad_weight[s] = gs.t().mm(xs)  # as addmm's backward computes it for F.linear's weight.t()
             grad_bias[s] = gs.sum(0)
         return grad_x, grad_weight, grad_bias, None
 

@@ -171,8 +171,9 @@ class Seat:
             end = at_seq
             while payload[end:end + 1].isdigit():
                 end += 1
-            self.decode.append((at, "token", int(payload[at_seq:end])))
-            self.show_step(at, int(payload[at_seq:end]))
+            seq = int(payload[at_seq:end])
+            self.decode.append((at, "token", seq))
+            self.show_step(seq)
             return
         frame = orjson.loads(payload)
         kind = frame["type"]
@@ -181,7 +182,7 @@ class Seat:
             if kind == "start":
                 self.steps, self.ended = 0, False
             elif kind == "beams":
-                self.show_step(at, frame["seq"])
+                self.show_step(frame["seq"])
             elif self.steps is None or frame.get("steps", self.steps) != self.steps:
                 self.resync()
             else:
@@ -208,7 +209,7 @@ class Seat:
             self.errors.append(frame)
 
 
-    def show_step(self, at: float, seq: int) -> None:
+    def show_step(self, seq: int) -> None:
         if self.steps is None or seq > self.steps:
             self.resync()  # a gap: ask for the whole state
         elif seq == self.steps:

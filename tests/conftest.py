@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.models",
     "tests.fixtures.demo",
     "tests.fixtures.worker",
+    "tests.fixtures.process_log",
 ]
 
 

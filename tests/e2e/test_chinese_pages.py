@@ -73,8 +73,8 @@ def assert_chinese(page, what: str, user: str = "") -> None:
     assert not english, "\n".join(english)
 
 
-def test_every_page_reads_in_chinese(asgi_server, pages_to_walk, class_pages, live_class, page_factory, start_worker):
-    start_worker("interactive,demonstrations")
+def test_every_page_reads_in_chinese(asgi_server, pages_to_walk, class_pages, live_class, page_factory, shared_worker):
+    shared_worker("interactive,demonstrations")
     page = page_factory("zh-CN")
     english: list[str] = []
     for path in ("/accounts/login/", "/accounts/register/"):
@@ -106,8 +106,8 @@ def test_every_page_reads_in_chinese(asgi_server, pages_to_walk, class_pages, li
     assert not english, "\n".join(english)
 
 
-def test_a_beam_search_reads_in_chinese(asgi_server, pages_to_walk, page_factory, start_worker, zh_en):  # noqa: F811
-    start_worker("interactive")
+def test_a_beam_search_reads_in_chinese(asgi_server, pages_to_walk, page_factory, shared_worker, zh_en):  # noqa: F811
+    shared_worker("interactive")
     page = page_factory("zh-CN")
     sign_in(page, asgi_server, "student")
     page.goto(asgi_server + "/playground/")

@@ -23,8 +23,8 @@ def sign_in_from(page, base: str, path: str, username: str) -> None:
 
 
 def test_two_students_follow_the_instructor_step_by_step_and_answer_a_question(
-        asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+        asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     teacher = page_factory("en-US")
     code = console_opened(teacher, asgi_server, "Monday class", zh_en)
     assert teacher.locator("[data-testid=qr] svg").count() == 1

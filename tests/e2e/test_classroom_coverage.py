@@ -13,8 +13,8 @@ SOURCE = "他哥哥在北京工作。"  # zh-en-post: "he is selling teachers ."
 
 
 def test_every_screen_of_the_class_names_the_words_the_run_lost(asgi_server, demo, zh_en, page_factory,
-                                                                start_worker):
-    start_worker("interactive")
+                                                                shared_worker):
+    shared_worker("interactive")
     teacher = page_factory("en-US")
     code = console_opened(teacher, asgi_server, "Lost words", zh_en)
     ann = page_factory("zh-CN")

@@ -15,8 +15,8 @@ CHIPS = "document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length
 
 
 def test_the_end_asks_first_the_student_is_told_and_the_history_keeps_the_run(
-        asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+        asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     teacher = page_factory("en-US")
     code = console_opened(teacher, asgi_server, "Friday class", zh_en)
 

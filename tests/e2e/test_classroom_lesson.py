@@ -61,7 +61,7 @@ def fonts_of(page, selector: str) -> set[str]:
 
 
 def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late_joiner(
-        asgi_server, demo, zh_en, page_factory, start_worker, empty_training_queue, tmp_path):
+        asgi_server, demo, zh_en, page_factory, shared_worker, empty_training_queue, tmp_path):
     from django.contrib.auth.models import User
     from django.utils import translation
 
@@ -71,7 +71,7 @@ def test_an_instructor_teaches_a_five_step_plan_to_a_phone_in_chinese_and_a_late
     from webapp.lesson.content import exercise_question
     from webapp.lesson.parts import lesson_parts
 
-    start_worker("interactive,demonstrations,experiments")
+    shared_worker("interactive,demonstrations,experiments")
     plan = LessonPlan.objects.create(owner=User.objects.get(username="instructor"), title="The encoder", steps=PLAN)
     teacher = page_factory("en-US")
     code = console_opened(teacher, asgi_server, "The encoder, live", zh_en)

@@ -24,8 +24,8 @@ def chart(page) -> dict:
     }""")
 
 
-def test_a_typed_answer_with_markup_is_drawn_as_its_text(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_a_typed_answer_with_markup_is_drawn_as_its_text(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     teacher = page_factory("en-US")
     code = console_opened(teacher, asgi_server, "Markup", zh_en)
     students = []

@@ -20,8 +20,8 @@ def socket_opened(page, what: str) -> None:
 
 
 def test_pages_run_with_the_policy_and_nothing_is_refused(asgi_server, pages_to_walk, class_pages, live_class,
-                                                          page_factory, start_worker):
-    start_worker("interactive,demonstrations")
+                                                          page_factory, shared_worker):
+    shared_worker("interactive,demonstrations")
     refused: list[str] = []
 
     def watched(who: str | None = None):

@@ -42,8 +42,8 @@ def test_the_layernorm_page_in_chinese(asgi_server, demo, page_factory):
 
 
 @pytest.mark.usefixtures("empty_training_queue")
-def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, page_factory, start_worker):
-    start_worker("experiments")
+def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, page_factory, shared_worker):
+    shared_worker("experiments")
     page = page_factory("en-US")
     launch(page, asgi_server, {"layers": "1", "d_model": "8", "steps": "10", "batch_size": "8", "seed": "4242"})
     page.get_by_test_id("run-panel").wait_for()
@@ -54,8 +54,8 @@ def test_a_launched_run_shows_its_progress_then_its_figures(asgi_server, demo, p
 
 
 @pytest.mark.usefixtures("empty_training_queue")
-def test_the_live_loss_chart_names_its_series_to_a_screen_reader(asgi_server, demo, page_factory, start_worker):
-    start_worker("experiments")
+def test_the_live_loss_chart_names_its_series_to_a_screen_reader(asgi_server, demo, page_factory, shared_worker):
+    shared_worker("experiments")
     page = page_factory("en-US")
     launch(page, asgi_server, {"layers": "2", "d_model": "32", "steps": "300", "batch_size": "16", "seed": "4343"})
     page.wait_for_selector("[data-testid=live-loss]:not([hidden])", timeout=120_000)

@@ -50,9 +50,9 @@ def test_experiment_figures_share_one_style_and_say_what_they_show(asgi_server, 
     assert plots and all(role == "img" and label and len(label) > 20 for _, role, label in plots), plots
 
 
-def test_the_playground_charts_title_their_axes(asgi_server, demo, zh_en, page_factory, start_worker):
+def test_the_playground_charts_title_their_axes(asgi_server, demo, zh_en, page_factory, shared_worker):
 
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     playground_ready(page, asgi_server)
     page.get_by_test_id("run").click()
@@ -74,8 +74,8 @@ def test_the_playground_charts_title_their_axes(asgi_server, demo, zh_en, page_f
     assert scales[0] and scales[1] == scales[0]
 
 
-def test_the_student_picks_the_step_whose_probabilities_are_shown(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_the_student_picks_the_step_whose_probabilities_are_shown(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     playground_ready(page, asgi_server)
     page.get_by_test_id("run").click()

@@ -22,8 +22,8 @@ def plots_in(page, kind: str) -> int:
 
 @pytest.mark.usefixtures("empty_training_queue")
 def test_a_student_walks_the_lesson_and_the_instructor_sees_the_progress(asgi_server, demo, zh_en, page_factory,
-                                                                         start_worker):
-    start_worker("interactive,demonstrations,experiments")
+                                                                         shared_worker):
+    shared_worker("interactive,demonstrations,experiments")
     page = page_factory("en-US")
     sign_in(page, asgi_server, "student")
     page.get_by_test_id("home-lesson").click()

@@ -42,8 +42,8 @@ def problems(charts: list[dict], where: str) -> list[str]:
 
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_every_demonstrations_chart_keeps_its_titles_whole_on_a_screen_and_a_phone(asgi_server, demo, zh_en,
-                                                                                   page_factory, start_worker, locale):
-    start_worker("demonstrations")
+                                                                                   page_factory, shared_worker, locale):
+    shared_worker("demonstrations")
     found, seen, subplot_titles = [], 0, 0
     for width in (1400, 360):
         page = page_factory(locale)

@@ -12,8 +12,8 @@ PAGES = [("/lesson/", ()), ("/lesson/encoder/", ("encoder", "recurrence", "cost"
          ("/lesson/residual-norm/", ("residual",)), ("/lesson/questions/", ("norms",)), ("/lesson/glossary/", ())]
 
 
-def test_the_lesson_reads_in_chinese_with_its_demonstrations(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("demonstrations")
+def test_the_lesson_reads_in_chinese_with_its_demonstrations(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("demonstrations")
     page = page_factory("zh-CN")
     sign_in(page, asgi_server, "student")
     found = []

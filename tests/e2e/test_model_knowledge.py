@@ -13,9 +13,9 @@ UNKNOWN = "document.querySelector('[data-testid=knowledge-panel] [data-testid=un
 
 
 def test_the_playground_marks_an_unknown_word_and_still_decodes_it(
-    asgi_server, demo, zh_en, page_factory, start_worker
+    asgi_server, demo, zh_en, page_factory, shared_worker
 ):
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     playground_ready(page, asgi_server)
     page.get_by_test_id("model-picker").select_option(zh_en)

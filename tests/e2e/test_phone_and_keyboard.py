@@ -31,9 +31,9 @@ def too_wide(page, what: str) -> list[str]:
 
 
 def test_every_page_fits_a_360_px_phone_and_run_brings_the_output_into_view(
-    asgi_server, pages, class_pages, live_class, page_factory, start_worker
+    asgi_server, pages, class_pages, live_class, page_factory, shared_worker
 ):
-    start_worker("interactive,demonstrations")
+    shared_worker("interactive,demonstrations")
 
     def phone(who: str | None = None):
         screen = page_factory("en-US")
@@ -96,9 +96,9 @@ def _contrast(page, selector: str) -> float:
 
 
 def test_from_the_keyboard_alone_a_student_reaches_the_source_and_enter_runs(
-    asgi_server, demo, zh_en, page_factory, start_worker
+    asgi_server, demo, zh_en, page_factory, shared_worker
 ):
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     playground_ready(page, asgi_server)
     assert "Enter runs" in page.get_by_test_id("source-hint").inner_text()  # the shortcut is shown
@@ -124,8 +124,8 @@ def test_from_the_keyboard_alone_a_student_reaches_the_source_and_enter_runs(
     assert "\n" not in page.get_by_test_id("source").input_value()
 
 
-def test_the_playground_says_what_it_did_with_the_input(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_the_playground_says_what_it_did_with_the_input(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     playground_ready(page, asgi_server)
     facts = page.get_by_test_id("model-facts").inner_text()

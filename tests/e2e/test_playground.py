@@ -24,9 +24,9 @@ def watch_translation(page, source: str, pace_ms: str = "100") -> tuple[str, lis
 
 
 def test_a_student_watches_a_chinese_sentence_translate_token_by_token(
-    asgi_server, demo, zh_en, page_factory, start_worker
+    asgi_server, demo, zh_en, page_factory, shared_worker
 ):
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     open_playground(page, asgi_server, zh_en)
     final, seen = watch_translation(page, SENTENCE)
@@ -43,8 +43,8 @@ def test_a_student_watches_a_chinese_sentence_translate_token_by_token(
     assert page.locator("#view-cross g.hm image").count() == 1  # drawn, not only planned
 
 
-def test_in_step_mode_one_click_gives_exactly_one_token(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_in_step_mode_one_click_gives_exactly_one_token(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     open_playground(page, asgi_server, zh_en)
     page.get_by_test_id("source").fill(SENTENCE)
@@ -58,8 +58,8 @@ def test_in_step_mode_one_click_gives_exactly_one_token(asgi_server, demo, zh_en
     page.wait_for_function(f"{STATUS}.startsWith('Done')")
 
 
-def test_beam_mode_shows_the_best_hypothesis_in_every_view(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_beam_mode_shows_the_best_hypothesis_in_every_view(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     open_playground(page, asgi_server, zh_en)
     page.get_by_test_id("source").fill("我的猫追了一只老鼠。")

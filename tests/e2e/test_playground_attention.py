@@ -84,8 +84,8 @@ def decoded_page(base: str, model: str, page_factory, source: str, pace_ms: str 
     return page
 
 
-def test_the_page_decodes_each_view_to_the_models_own_weights(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_the_page_decodes_each_view_to_the_models_own_weights(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     encoder, steps = model_weights(SENTENCE)
     page = decoded_page(asgi_server, zh_en, page_factory, SENTENCE)
     assert_matches(page, encoder, steps, layer=2, enc_layer=2, head="mean", within=HALF_STEP)  # the default view
@@ -97,9 +97,9 @@ def test_the_page_decodes_each_view_to_the_models_own_weights(asgi_server, demo,
 
 
 def test_switching_the_head_while_a_request_runs_redraws_every_step_in_it(
-    asgi_server, demo, zh_en, page_factory, start_worker
+    asgi_server, demo, zh_en, page_factory, shared_worker
 ):
-    start_worker("interactive")
+    shared_worker("interactive")
     encoder, steps = model_weights(SENTENCE)
     page = decoded_page(asgi_server, zh_en, page_factory, SENTENCE, pace_ms="250")
     page.wait_for_function("document.querySelectorAll('[data-testid=output-tokens] .pg-tok').length >= 2")
@@ -110,9 +110,9 @@ def test_switching_the_head_while_a_request_runs_redraws_every_step_in_it(
 
 
 def test_a_source_of_the_longest_allowed_length_decodes_end_to_end(
-    asgi_server, demo, zh_en, page_factory, start_worker
+    asgi_server, demo, zh_en, page_factory, shared_worker
 ):
-    start_worker("interactive")
+    shared_worker("interactive")
     page = decoded_page(asgi_server, zh_en, page_factory, ("昨天我在花园里画了三条大鱼。" * 15)[:200])
     assert page.evaluate(f"{STATUS}").startswith("Done")
     assert page.evaluate("document.querySelectorAll('[data-testid=source-tokens] .pg-tok').length") == 201  # and <eos>
@@ -131,11 +131,11 @@ def bench_stream():
     return module
 
 
-def test_the_benchmarks_playground_request_is_what_the_page_sends(asgi_server, demo, zh_en, page_factory, start_worker):
+def test_the_benchmarks_playground_request_is_what_the_page_sends(asgi_server, demo, zh_en, page_factory, shared_worker):
     from webapp.playground.attention import View
     from webapp.playground.protocol import PAGE_REQUEST
 
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     sent: list[str] = []
     page.on("websocket", lambda socket: socket.on("framesent", lambda payload: sent.append(payload)))

@@ -18,8 +18,8 @@ def run(page, source: str) -> None:
 
 
 def test_the_words_the_translation_lost_are_underlined_and_named(asgi_server, demo, zh_en, page_factory,
-                                                                start_worker):
-    start_worker("interactive")
+                                                                shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     open_playground(page, asgi_server, zh_en)
     run(page, "他哥哥在北京工作。")  # zh-en-post: "he is selling teachers ."
@@ -36,8 +36,8 @@ def test_the_words_the_translation_lost_are_underlined_and_named(asgi_server, de
     assert source.locator("u").count() == 0
 
 
-def test_the_missing_words_are_named_in_chinese(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_the_missing_words_are_named_in_chinese(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("zh-CN")
     sign_in(page, asgi_server, "student")
     page.goto(asgi_server + "/playground/?model=" + zh_en)

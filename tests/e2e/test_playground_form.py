@@ -28,8 +28,8 @@ def decodes_sent(page) -> list[dict]:
 
 
 def test_a_reload_mid_decode_keeps_the_sentence_and_settings_and_a_double_click_runs_once(
-        asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+        asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     sent = decodes_sent(page)
     open_playground(page, asgi_server, zh_en)
@@ -53,10 +53,10 @@ def test_a_reload_mid_decode_keeps_the_sentence_and_settings_and_a_double_click_
     assert len(sent) == 2 and sent[1]["source"] == SENTENCE
 
 
-def test_run_pressed_again_at_once_after_a_refusal_is_a_new_decode(asgi_server, demo, zh_en, page_factory, start_worker):
+def test_run_pressed_again_at_once_after_a_refusal_is_a_new_decode(asgi_server, demo, zh_en, page_factory, shared_worker):
     """The double-click guard covers a press still unanswered: once the server refused the first, a quick second
     press (the student fixed the sentence) is sent, not swallowed."""
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     sent = decodes_sent(page)
     open_playground(page, asgi_server, zh_en)

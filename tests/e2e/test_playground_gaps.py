@@ -22,9 +22,9 @@ def lossy_server(transactional_db, tmp_path):
 
 
 def test_a_lost_token_frame_is_repaired_and_the_page_shows_the_workers_output(
-    lossy_server, demo, zh_en, page_factory, start_worker
+    lossy_server, demo, zh_en, page_factory, shared_worker
 ):
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     received: list[dict] = []
     sent: list[dict] = []

@@ -18,8 +18,8 @@ def run(page, source: str) -> None:
     page.get_by_test_id("run").click()
 
 
-def test_a_sentence_with_unknown_words_is_warned_in_plain_words(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_a_sentence_with_unknown_words_is_warned_in_plain_words(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     open_playground(page, asgi_server, zh_en)
     run(page, "他哥哥在北京工作。")
@@ -33,8 +33,8 @@ def test_a_sentence_with_unknown_words_is_warned_in_plain_words(asgi_server, dem
     expect(warnings).to_have_text(re.compile(r"^No warning\."))
 
 
-def test_the_warning_reads_in_chinese(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_the_warning_reads_in_chinese(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("zh-CN")
     sign_in(page, asgi_server, "student")
     page.goto(asgi_server + "/playground/?model=" + zh_en)

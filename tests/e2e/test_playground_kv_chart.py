@@ -22,9 +22,9 @@ GEOMETRY = """(id) => {
 
 
 @pytest.mark.parametrize("width", [1400, 360])
-def test_the_kv_cache_charts_keep_their_legends_off_the_plot(asgi_server, demo, zh_en, page_factory, start_worker,
+def test_the_kv_cache_charts_keep_their_legends_off_the_plot(asgi_server, demo, zh_en, page_factory, shared_worker,
                                                               width):
-    start_worker("interactive")
+    shared_worker("interactive")
     page = page_factory("en-US")
     page.set_viewport_size({"width": width, "height": 900})
     open_playground(page, asgi_server, zh_en)
@@ -41,8 +41,8 @@ def test_the_kv_cache_charts_keep_their_legends_off_the_plot(asgi_server, demo, 
                for p in timing["points"])
 
 
-def test_the_beam_search_caption_is_whole_on_a_phone(asgi_server, demo, zh_en, page_factory, start_worker):
-    start_worker("interactive")
+def test_the_beam_search_caption_is_whole_on_a_phone(asgi_server, demo, zh_en, page_factory, shared_worker):
+    shared_worker("interactive")
     page = page_factory("en-US")
     page.set_viewport_size({"width": 360, "height": 800})
     open_playground(page, asgi_server, zh_en)

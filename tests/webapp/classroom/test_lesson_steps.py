@@ -118,10 +118,10 @@ async def test_the_consoles_own_question_is_revealed_as_the_instructors_answer_a
 @pytest.mark.services
 @pytest.mark.slow
 async def test_a_demonstration_runs_once_for_the_class_and_every_screen_draws_it_from_the_session(
-        session, instructor, make_student, zh_en, start_worker, client_as, django_user_model):
+        session, instructor, make_student, zh_en, shared_worker, client_as, django_user_model):
     from webapp.lesson.models import DemoResult
 
-    await db(start_worker)("demonstrations")
+    await db(shared_worker)("demonstrations")
     console, _ = await seat(session, instructor)
     students = [await db(make_student)(name) for name in ("ann", "bob", "cai")]
     sockets = [(await seat(session, user))[0] for user in students]
@@ -186,11 +186,11 @@ def test_the_history_shows_the_instructor_each_students_results_and_an_exercises
 @pytest.mark.services
 @pytest.mark.slow
 async def test_the_class_predicts_a_training_comparison_and_its_measured_result_is_the_reveal(
-        session, instructor, make_student, start_worker, client_as, empty_training_queue):
+        session, instructor, make_student, shared_worker, client_as, empty_training_queue):
 
     from webapp.experiments.models import ExperimentRun
 
-    await db(start_worker)("experiments")
+    await db(shared_worker)("experiments")
     console, _ = await seat(session, instructor)
     ann = await db(make_student)("ann")
     ws_ann, _ = await seat(session, ann)

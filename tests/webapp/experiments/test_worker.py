@@ -17,8 +17,8 @@ from webapp.experiments.tasks import run_experiment_task
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.slow]
 
 
-async def test_a_worker_runs_it_and_the_socket_sees_progress_then_done(student, start_worker, empty_training_queue):
-    await sync_to_async(start_worker)("experiments")
+async def test_a_worker_runs_it_and_the_socket_sees_progress_then_done(student, shared_worker, empty_training_queue):
+    await sync_to_async(shared_worker)("experiments")
     run = await database_sync_to_async(ExperimentRun.objects.create)(
         kind="compare", params=canonical_params("compare", TINY_COMPARE),
         params_key=params_key("compare", TINY_COMPARE), owner=student)

@@ -37,9 +37,9 @@ def no_recorded_demonstrations(redis_server):
 @pytest.mark.services
 @pytest.mark.slow
 def test_over_the_per_minute_limit_a_student_is_told_when_to_retry_and_others_are_not(
-        client_as, student, django_user_model, zh_en, start_worker, settings, redis_server):
+        client_as, student, django_user_model, zh_en, shared_worker, settings, redis_server):
     settings.LESSON_DEMOS_PER_MINUTE = 2
-    start_worker("demonstrations")
+    shared_worker("demonstrations")
     results = redis.Redis.from_url(redis_server)
     kept_before = len(list(results.scan_iter("celery-task-meta-*")))
     client = client_as(student)
@@ -107,10 +107,10 @@ def test_the_cache_drops_results_unused_for_days_then_the_least_recently_used(se
 @pytest.mark.services
 @pytest.mark.slow
 def test_a_cached_answer_counts_as_used_and_a_missing_model_folder_is_model_unavailable(
-        client_as, student, zh_en, start_worker):
+        client_as, student, zh_en, shared_worker):
     from webapp.registry.models import TrainedModel
 
-    start_worker("demonstrations")
+    shared_worker("demonstrations")
     client = client_as(student)
     post(client, SENTENCES[0])
     stored = DemoResult.objects.get()
@@ -139,7 +139,7 @@ def _post_over_http(base: str, headers: dict[str, str], sentence: str, htmx: boo
 @pytest.mark.services
 @pytest.mark.slow
 def test_a_script_flooding_refused_demonstrations_is_held_at_the_door_while_the_class_is_served(
-        student, django_user_model, zh_en, start_worker, tmp_path):
+        student, django_user_model, zh_en, shared_worker, tmp_path):
     """Through daphne: once refused for its rate, a student's next demonstrations wait out the refusal
     before Django sees them (a cached one is still served after the wait); past HELD_PER_SESSION at once the
     rest are answered 429 at the door with the seconds to wait; another student is not held back."""
@@ -147,7 +147,7 @@ def test_a_script_flooding_refused_demonstrations_is_held_at_the_door_while_the_
     from tests.fixtures.stack import browser_headers
     from webapp.realtime.hold import HELD_PER_SESSION
 
-    start_worker("demonstrations")
+    shared_worker("demonstrations")
     web = start_web(tmp_path / "daphne.log", LESSON_DEMOS_PER_MINUTE="1")
     try:
         script = browser_headers(student, web.url, "/lesson/encoder/")

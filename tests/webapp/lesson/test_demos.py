@@ -28,8 +28,8 @@ def post(client, kind: str, **data):
     return client.post(f"/lesson/demo/{kind}/", {"model": "zh-en-post", **data}, HTTP_HX_REQUEST="true")
 
 
-def test_each_demonstration_draws_from_the_model_changes_with_input_and_is_cached(client_as, student, zh_en, start_worker):
-    start_worker("demonstrations")
+def test_each_demonstration_draws_from_the_model_changes_with_input_and_is_cached(client_as, student, zh_en, shared_worker):
+    shared_worker("demonstrations")
     client = client_as(student)
     expected = {"encoder": {"positions", "norms", "attention", "heads", "row_scores", "row_weights", "ffn"},
                 "decoder": {"self_attention", "cross_attention", "cross_row", "padding"},
@@ -57,8 +57,8 @@ BAD = [({"sentence": ""}, "empty_source"), ({"sentence": "猫" * 80}, "source_to
        ({"sentence": SENTENCE, "layer": "x"}, "bad_choice"), ({"sentence": SENTENCE, "query": "40"}, "bad_choice")]
 
 
-def test_bad_input_gets_a_clear_message_and_nothing_is_stored(client_as, student, zh_en, start_worker):
-    start_worker("demonstrations")
+def test_bad_input_gets_a_clear_message_and_nothing_is_stored(client_as, student, zh_en, shared_worker):
+    shared_worker("demonstrations")
     client = client_as(student)
     for data, code in BAD:
         response = client.post("/lesson/demo/encoder/", {"model": "zh-en-post", **data}, HTTP_HX_REQUEST="true")
@@ -89,9 +89,9 @@ def test_a_queued_run_without_a_worker_says_so(client_as, student, empty_trainin
     assert 'data-testid="run-no-worker"' in panel and "data-run-id=" in panel
 
 
-async def test_the_mask_comparison_trains_on_a_worker_and_its_socket_sees_progress(client_as, student, start_worker,
+async def test_the_mask_comparison_trains_on_a_worker_and_its_socket_sees_progress(client_as, student, shared_worker,
                                                                                     empty_training_queue):
-    await sync_to_async(start_worker)("experiments")
+    await sync_to_async(shared_worker)("experiments")
     client = await sync_to_async(client_as)(student)
     run = await database_sync_to_async(training_request)(user=student, kind="mask")  # queued for the worker
     ws = await socket_for(f"/ws/lesson/runs/{run.pk}/", student)

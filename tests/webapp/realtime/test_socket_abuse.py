@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from types import SimpleNamespace
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -17,6 +18,13 @@ from websockets.exceptions import ConnectionClosed
 pytestmark = [pytest.mark.services]
 
 FLOOD_S = 5.0
+
+
+@pytest.fixture
+def web(asgi_server: str) -> SimpleNamespace:
+    """The web process the tests of this pytest process share (asgi_server): these tests close their own sockets
+    and leave it serving; the one that reads its memory takes a web process of its own (asgi_process)."""
+    return SimpleNamespace(url=asgi_server)
 
 
 def _cookie(user) -> str:
@@ -69,14 +77,14 @@ async def _closed_with(ws) -> int | None:
 
 
 @pytest.mark.slow
-def test_a_flood_of_small_frames_is_closed_with_4008(asgi_process, student):
-    code = async_to_sync(_flood)(asgi_process, _cookie(student), json.dumps({"type": "ping"}), 3.0)
+def test_a_flood_of_small_frames_is_closed_with_4008(web, student):
+    code = async_to_sync(_flood)(web, _cookie(student), json.dumps({"type": "ping"}), 3.0)
     assert code == 4008
 
 
-def test_a_frame_over_1_mib_gets_a_close_frame_1009(asgi_process, student):
+def test_a_frame_over_1_mib_gets_a_close_frame_1009(web, student):
     async def scenario() -> int | None:
-        async with _ws(asgi_process, "/ws/notify/", await _acookie(student)) as ws:
+        async with _ws(web, "/ws/notify/", await _acookie(student)) as ws:
             await ws.recv()
             await ws.send(json.dumps({"type": "ping", "echo": "x" * (1024 * 1024 + 10)}))
             return await _closed_with(ws)
@@ -84,9 +92,9 @@ def test_a_frame_over_1_mib_gets_a_close_frame_1009(asgi_process, student):
     assert async_to_sync(scenario)() == 1009
 
 
-def test_a_lone_surrogate_gets_an_error_frame_and_the_socket_stays_open(asgi_process, student):
+def test_a_lone_surrogate_gets_an_error_frame_and_the_socket_stays_open(web, student):
     async def scenario() -> tuple[dict, dict]:
-        async with _ws(asgi_process, "/ws/notify/", await _acookie(student)) as ws:
+        async with _ws(web, "/ws/notify/", await _acookie(student)) as ws:
             await ws.recv()
             await ws.send('{"type": "ping", "echo": "\\ud800"}')
             refused = json.loads(await ws.recv())
@@ -111,7 +119,7 @@ def _signed_in(user) -> Client:
 
 
 @pytest.mark.parametrize("change", ["sign_out", "deactivate", "role", "delete", "password"])
-def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, change):
+def test_a_users_sockets_close_when_their_rights_change(web, student, change):
     from asgiref.sync import sync_to_async
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -136,7 +144,7 @@ def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, c
             student.groups.add(Group.objects.get_or_create(name="instructors")[0])
 
     async def scenario() -> tuple[int | None, int | None]:
-        async with _ws(asgi_process, "/ws/notify/", cookie) as notify, _ws(asgi_process, "/ws/decode/", cookie) as decode:
+        async with _ws(web, "/ws/notify/", cookie) as notify, _ws(web, "/ws/decode/", cookie) as decode:
             await notify.recv()
             await notify.send(json.dumps({"type": "ping"}))
             assert json.loads(await notify.recv())["type"] == "pong"  # both sockets are in before the change
@@ -145,7 +153,7 @@ def test_a_users_sockets_close_when_their_rights_change(asgi_process, student, c
 
     assert async_to_sync(scenario)() == (4401, 4401)
     if change == "password":  # and that browser's sign-in ended with the old password: it may not open another
-        assert _handshake_status(asgi_process, "/ws/notify/", cookie, asgi_process.url) == 403
+        assert _handshake_status(web, "/ws/notify/", cookie, web.url) == 403
 
 
 def _handshake_status(web, path: str, cookie: str, origin: str) -> int:
@@ -162,16 +170,16 @@ def _handshake_status(web, path: str, cookie: str, origin: str) -> int:
     return async_to_sync(attempt)()
 
 
-def test_only_the_sites_own_origin_may_open_a_socket(asgi_process, student):
+def test_only_the_sites_own_origin_may_open_a_socket(web, student):
     cookie = _cookie(student)
-    own = asgi_process.url  # http://127.0.0.1:<port>
+    own = web.url  # http://127.0.0.1:<port>
     other_port = own.rsplit(":", 1)[0] + ":1"
-    assert _handshake_status(asgi_process, "/ws/notify/", cookie, own) == 101
-    assert _handshake_status(asgi_process, "/ws/notify/", cookie, other_port) == 403  # another service on this host
-    assert _handshake_status(asgi_process, "/ws/notify/", cookie, own.replace("http://", "https://")) == 403
-    assert _handshake_status(asgi_process, "/ws/notify/", cookie, "http://evil.example") == 403
+    assert _handshake_status(web, "/ws/notify/", cookie, own) == 101
+    assert _handshake_status(web, "/ws/notify/", cookie, other_port) == 403  # another service on this host
+    assert _handshake_status(web, "/ws/notify/", cookie, own.replace("http://", "https://")) == 403
+    assert _handshake_status(web, "/ws/notify/", cookie, "http://evil.example") == 403
 
 
-def test_an_unknown_socket_path_is_refused_quietly(asgi_process, student):
-    assert _handshake_status(asgi_process, "/ws/nothing-here/", _cookie(student), asgi_process.url) == 403
-    assert _handshake_status(asgi_process, "/elsewhere", _cookie(student), asgi_process.url) == 403
+def test_an_unknown_socket_path_is_refused_quietly(web, student):
+    assert _handshake_status(web, "/ws/nothing-here/", _cookie(student), web.url) == 403
+    assert _handshake_status(web, "/elsewhere", _cookie(student), web.url) == 403

@@ -1,12 +1,9 @@
 """A published tiny model and a real interactive worker for the playground's tests."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.fixtures.models import make_model_folder
-from tests.fixtures.services import WorkerProcess
 from webapp.ops.redis_client import app_redis
 
 
@@ -36,14 +33,11 @@ def present_worker(redis_server):
     client.delete(PREFIX + "present@test")
 
 
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    """One real `interactive` Celery worker for a whole test module (it needs no database: jobs carry paths)."""
-    with django_db_blocker.unblock():
-        process = WorkerProcess("interactive", os.environ["REDIS_URL"], tmp_path_factory.mktemp("worker") / "worker.log")
-    process.wait_ready()
-    yield process
-    process.stop()
+@pytest.fixture
+def worker(shared_worker):
+    """A real `interactive` Celery worker: the one the tests of this pytest process share (it needs no database:
+    jobs carry paths)."""
+    return shared_worker("interactive")
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""The socket's actions (actions.py) that refuse, or shape an event, from the session's state and the relay alone:
-no database, no worker, no socket."""
+"""The socket's actions that refuse, or shape an event, from the session's state and the relay alone, and the
+console's frame kinds each with its one handler. Nothing runs but webapp/classroom/actions.py, on a hand-made session
+state and a relay nothing feeds: no database, Redis, worker or socket."""
 from __future__ import annotations
 
 from typing import Any

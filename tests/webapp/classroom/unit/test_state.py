@@ -1,4 +1,6 @@
-"""A live session's typed state (SessionState) against the JSON object LiveSession.state stores (no services)."""
+"""A live session's typed state (SessionState) against the JSON object LiveSession.state stores: read back, written,
+defaults, changed. Nothing runs but SessionState and LiveSession of webapp/classroom/models.py, on unsaved objects: no
+database, Redis, worker or web server."""
 from __future__ import annotations
 
 import pytest

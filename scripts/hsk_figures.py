@@ -21,7 +21,7 @@ from modelcore.checkpoint import load_model  # noqa: E402
 from modelcore.tasks import get_task  # noqa: E402
 from modelcore.training import evaluate  # noqa: E402
 from modelcore.training.batching import encode_pairs  # noqa: E402
-from modelcore.training.evaluate import greedy_outputs  # noqa: E402
+from modelcore.training.evaluation import greedy_outputs  # noqa: E402
 
 
 def hsk_figures(name: str, pairs: list[tuple[str, str]]) -> dict[str, float]:

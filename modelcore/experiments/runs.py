@@ -17,7 +17,7 @@ from modelcore.model import EncoderDecoder
 from modelcore.tasks import Task, get_task
 from modelcore.tokenization import Tokenizer
 from modelcore.training.batching import BatchStream, encode_pairs
-from modelcore.training.evaluate import evaluate
+from modelcore.training.evaluation import evaluate
 from modelcore.training.step import train_step
 
 

@@ -12,7 +12,7 @@ from modelcore._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from modelcore.training.config import StepInfo, TrainConfig, TrainResult
-    from modelcore.training.evaluate import evaluate
+    from modelcore.training.evaluation import evaluate
     from modelcore.training.schedule import learning_rate, noam_rate
     from modelcore.training.trainer import train
 
@@ -20,7 +20,7 @@ _EXPORTS = {
     "StepInfo": "modelcore.training.config",
     "TrainConfig": "modelcore.training.config",
     "TrainResult": "modelcore.training.config",
-    "evaluate": "modelcore.training.evaluate",
+    "evaluate": "modelcore.training.evaluation",
     "learning_rate": "modelcore.training.schedule",
     "noam_rate": "modelcore.training.schedule",
     "train": "modelcore.training.trainer",

@@ -25,7 +25,7 @@ from modelcore.tasks import Task
 from modelcore.tokenization import Tokenizer
 from modelcore.training.batching import BatchStream, encode_pairs
 from modelcore.training.config import StepInfo, TrainConfig, TrainResult
-from modelcore.training.evaluate import evaluate
+from modelcore.training.evaluation import evaluate
 from modelcore.training.schedule import learning_rate
 from modelcore.training.step import train_step
 

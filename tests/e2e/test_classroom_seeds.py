@@ -14,6 +14,7 @@ def wait_text(page, testid: str, text: str) -> None:
     page.wait_for_function(f"document.querySelector('[data-testid={testid}]')?.textContent.includes({text!r})")
 
 
+@pytest.mark.no_worker  # the added seed's result is written by hand, not by an experiments worker
 def test_a_student_adds_a_seed_and_the_plot_and_the_verdict_take_it(asgi_server, demo, zh_en, page_factory):
     from tests.fixtures.experiments import seed_result
     from webapp.classroom.models import AddedSeed

@@ -57,14 +57,17 @@ def pytest_unconfigure(config) -> None:
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """Under xdist (make test TEST_WORKERS=2): files with slow tests first, then those with browser tests, then the
-    rest, each file's tests in their order: xdist hands out whole files (--dist loadfile) in this order, so the
-    longest start early and the short ones fill in beside them. In one process the order stays as collected."""
-    if not getattr(config.option, "numprocesses", None):
-        return
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    browser = {item.path for item in items if item.get_closest_marker("e2e")}
-    items.sort(key=lambda item: 0 if item.path in slow - browser else 1 if item.path in browser else 2)  # stable
+    """Within a file, the tests that ask for the shared workers run first, together (one worker start for them, not
+    one after each test that stops them). Under xdist (make test TEST_WORKERS=3): files with slow tests first, then
+    those with browser tests, then the rest: xdist hands out whole files (--dist loadfile) in this order, so the
+    longest start early and the short ones fill in beside them. Otherwise the files keep their collected order."""
+    position = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    group = dict.fromkeys(position, 0)
+    if getattr(config.option, "numprocesses", None):
+        slow = {item.path for item in items if item.get_closest_marker("slow")}
+        browser = {item.path for item in items if item.get_closest_marker("e2e")}
+        group = {path: 0 if path in slow - browser else 1 if path in browser else 2 for path in position}
+    items.sort(key=lambda item: (group[item.path], position[item.path], "shared_worker" not in item.fixturenames))
 
 
 @pytest.fixture(autouse=True)

@@ -17,9 +17,17 @@ def test_the_interval_comes_from_the_environment(monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["fast", "0", "500", "nan"])
-def test_a_bad_interval_stops_the_server_with_one_line(value):
+def test_a_bad_interval_is_refused_with_one_line(monkeypatch, value):
+    monkeypatch.setenv("WEB_GIL_SWITCH_MS", value)
+    with pytest.raises(SystemExit) as refused:
+        gil_switch_interval()
+    message = str(refused.value.code)
+    assert message.startswith("WEB_GIL_SWITCH_MS must be") and "\n" not in message
+
+
+def test_a_bad_interval_stops_the_server_with_one_line():
     result = subprocess.run([sys.executable, "-m", "webapp.server", "webapp.asgi:application"],
-                            env={"WEB_GIL_SWITCH_MS": value, "PATH": ""}, capture_output=True, text=True, timeout=120)
+                            env={"WEB_GIL_SWITCH_MS": "fast", "PATH": ""}, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert "WEB_GIL_SWITCH_MS must be" in result.stderr

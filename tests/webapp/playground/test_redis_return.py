@@ -202,13 +202,14 @@ async def test_the_first_socket_after_a_quiet_redis_restart_gets_its_channel_and
     """The failing timing, hit every time: the channel layer as settings configure it, with no subscription
     while Redis restarts on TCP (nobody reads its pub/sub connection), then what a new socket does at once:
     its channel, its groups, the playground relay's channel, and a message to its group."""
-    from channels_redis.pubsub import RedisPubSubChannelLayer
     from django.conf import settings
+    from django.utils.module_loading import import_string
 
     server = EmbeddedRedis(tmp_path / "redis", port=restart_port())
     server.start()
     config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
-    layer = RedisPubSubChannelLayer(**{**config, "hosts": [{**config["hosts"][0], "address": server.url}]})
+    backend = import_string(settings.CHANNEL_LAYERS["default"]["BACKEND"])
+    layer = backend(**{**config, "hosts": [{**config["hosts"][0], "address": server.url}]})
     try:
         channel = await layer.new_channel()
         await layer.group_add("account", channel)

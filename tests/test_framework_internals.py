@@ -31,7 +31,7 @@ PINNED = [
     ("channels_redis.pubsub", "RedisPubSubChannelLayer._get_layer", "1862b87a25ac72b2",
      "webapp/realtime/layer.py: PubSubChannelLayer._get_layer"),
     ("channels_redis.pubsub", "RedisPubSubLoopLayer.__init__", "fd9d37e275298a58",
-     "webapp/realtime/layer.py: PubSubLoopLayer.__init__ (_shards)"),
+     "webapp/realtime/layer.py: PubSubLoopLayer.__init__ (_shards, each shard's host)"),
 ]
 
 

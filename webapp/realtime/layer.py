@@ -16,7 +16,7 @@ import asyncio
 from typing import Any
 
 from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer, RedisSingleShardConnection
-from channels_redis.utils import _wrap_close, decode_hosts
+from channels_redis.utils import _wrap_close
 
 
 class FreshAfterQuietShard(RedisSingleShardConnection):
@@ -34,7 +34,7 @@ class FreshAfterQuietShard(RedisSingleShardConnection):
 class PubSubLoopLayer(RedisPubSubLoopLayer):
     def __init__(self, hosts: Any = None, **kwargs: Any) -> None:
         super().__init__(hosts, **kwargs)
-        self._shards = [FreshAfterQuietShard(host, self) for host in decode_hosts(hosts)]
+        self._shards = [FreshAfterQuietShard(shard.host, self) for shard in self._shards]
 
 
 class PubSubChannelLayer(RedisPubSubChannelLayer):

@@ -1,11 +1,9 @@
-"""The framework code the app re-types or reaches into, pinned by its source: an upgrade of daphne, Twisted, Django,
-Channels or channels_redis that changes one of these fails here, naming the module of ours to review against the new
-version.
+"""The framework code the app re-types or reaches into, pinned by its source: an upgrade of daphne, Twisted, Django or
+Channels that changes one of these fails here, naming the module of ours to review against the new version.
 
-Each was re-typed for speed, for a bound the framework lacks (docs/benchmarks.md, "The ASGI server: daphne or
-uvicorn") or for a race it has (the channel layer after a Redis restart); the behaviour each keeps is tested where it
-lives (tests/webapp/test_server_bounds.py, tests/webapp/test_request_threads.py,
-tests/webapp/realtime/test_server_settings.py, tests/webapp/playground/test_redis_return.py and the sockets' tests).
+Each was re-typed for speed or for a bound the framework lacks (docs/benchmarks.md, "The ASGI server: daphne or
+uvicorn"); the behaviour each keeps is tested where it lives (tests/webapp/test_server_bounds.py,
+tests/webapp/test_request_threads.py, tests/webapp/realtime/test_server_settings.py and the sockets' tests).
 """
 from __future__ import annotations
 
@@ -26,12 +24,6 @@ PINNED = [
      "webapp/request_threads.py: PooledASGIHandler.__call__"),
     ("channels.consumer", "AsyncConsumer.__call__", "e52238720872dbc3", "webapp/realtime/sockets.py: JsonSocket.__call__"),
     ("channels.consumer", "AsyncConsumer.dispatch", "39f34e7d4fb0f655", "webapp/realtime/sockets.py: JsonSocket.dispatch"),
-    ("channels_redis.pubsub", "RedisSingleShardConnection.subscribe", "173a8f40b17e4e28",
-     "webapp/realtime/layer.py: FreshAfterQuietShard.subscribe (_lock, _subscribed_to, _pubsub, _ensure_*)"),
-    ("channels_redis.pubsub", "RedisPubSubChannelLayer._get_layer", "1862b87a25ac72b2",
-     "webapp/realtime/layer.py: PubSubChannelLayer._get_layer"),
-    ("channels_redis.pubsub", "RedisPubSubLoopLayer.__init__", "fd9d37e275298a58",
-     "webapp/realtime/layer.py: PubSubLoopLayer.__init__ (_shards, each shard's host)"),
 ]
 
 

@@ -263,14 +263,17 @@ REDIS_URL = validate_redis_url(env_str("REDIS_URL", f"unix://{RUN_DIR / 'redis.s
 
 CHANNEL_LAYERS = {
     "default": {
-        # channels_redis' pub/sub layer (it loses nothing under bursts; the list-based layer drops past its
-        # capacity), whose first subscribe after a quiet spell goes out on a fresh connection (webapp/realtime/layer.py).
-        "BACKEND": "webapp.realtime.layer.PubSubChannelLayer",
+        # The pub/sub layer loses nothing under bursts (the list-based layer drops past its capacity).
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {
             # redis-py's 5 s default socket timeout kills idle sockets (channels_redis#422).
             # retry: a command that fails for its connection (ConnectionError, TimeoutError) is sent once
-            # more on a new one, at once, which re-subscribes every channel. While Redis is away the reconnect
-            # fails at once and the error is raised as before (docs/deploy.md, "When something fails").
+            # more on a new one, at once. After a Redis restart a web process whose sockets were all closed
+            # meanwhile still holds the dead pub/sub connection (nobody read it); over TCP its first
+            # SUBSCRIBE vanishes into it and the next fails "Connection lost", which refused a socket
+            # with `unavailable` (4013) however long after the return. The reconnect re-subscribes
+            # every channel, the vanished one included. While Redis is away the reconnect fails at once
+            # and the error is raised as before (docs/deploy.md, "When something fails").
             "hosts": [{"address": REDIS_URL, "socket_timeout": None, "retry": Retry(NoBackoff(), 1)}],
         },
     }
